@@ -31,3 +31,14 @@ class CatalogError(RigSparkError):
 
 class DetectionError(RigSparkError):
     """A hardware probe failed in a way the user should hear about."""
+
+
+def validation_message(err: Exception) -> str:
+    """One line from a pydantic ValidationError: the first problem and where it is."""
+    errors = getattr(err, "errors", None)
+    if not callable(errors):
+        return str(err)
+    first = errors()[0]
+    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{loc}: {msg}" if loc else msg

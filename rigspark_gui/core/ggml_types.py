@@ -132,7 +132,9 @@ def kv_cache_type(name: str) -> KvCacheType:
         return KvCacheType(name.lower())
     except ValueError:
         choices = ", ".join(k.value for k in KvCacheType)
-        raise InvalidSettingsError(f"unknown KV cache type {name!r} (choose from {choices})") from None
+        raise InvalidSettingsError(
+            f"unknown KV cache type {name!r} (choose from {choices})"
+        ) from None
 
 
 def kv_row_bytes(kind: KvCacheType, n_elements: int) -> int:

@@ -1,0 +1,307 @@
+"""The GPU spec database (`data/gpus.json`): schema, loader, name matching and filling.
+
+Drivers report memory but rarely bandwidth or compute, and a what-if rig names a GPU
+without any figures; the database supplies those, each marked `spec` with its source.
+Matching is deliberately exact after normalisation: a wrong match (an RTX 4090 D read
+as an RTX 4090) would silently give a plan the wrong figures, while no match only
+leaves them unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
+
+GPU_DATABASE_SCHEMA_VERSION = 1
+
+# Leading words that drivers add or drop freely: NVML says "NVIDIA GeForce RTX 3090",
+# people and spec sheets say "RTX 3090" or "GeForce RTX 3090".
+_VENDOR_PREFIXES = ("nvidia", "geforce", "amd", "ati", "intel")
+_TRADEMARKS = re.compile(r"\((?:r|tm)\)|®|™")
+# NVML says "Laptop GPU", spec sites say "Laptop" or "Mobile": one canonical suffix,
+# so a laptop part never matches its (faster, larger) desktop namesake.
+_LAPTOP_SUFFIX = re.compile(r"\s+(?:laptop gpu|laptop|mobile)$")
+_PCI_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{4}")
+# Boards sold in versions that drivers name alike are separate entries told apart by a
+# trailing parenthesis: "NVIDIA GeForce RTX 3080 (12GB)", "Apple M3 Max (30-core GPU)".
+_VARIANT_SUFFIX = re.compile(r"\s*\([^()]*\)$")
+# Drivers report a little less than the marketed size (H200: 143771 MiB of 141 GiB), and
+# sizes that share a name differ by far more (RTX 3080: 10 vs 12 GiB).
+_MEMORY_MATCH_TOLERANCE = 0.10
+
+
+def normalize_gpu_name(name: str) -> str:
+    """The key two names must share to be the same GPU."""
+    text = _TRADEMARKS.sub(" ", name.lower())
+    text = " ".join(text.split())
+    text = _LAPTOP_SUFFIX.sub(" laptop", text)
+    words = text.split()
+    while len(words) > 1 and words[0] in _VENDOR_PREFIXES:
+        words.pop(0)
+    return " ".join(words)
+
+
+class GpuSpec(BaseModel):
+    """One database entry. Every figure comes from `source`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    aliases: tuple[str, ...] = ()
+    vendor: Vendor
+    memory_bytes: int = Field(gt=0)
+    memory_bandwidth_gbps: float = Field(gt=0)
+    fp16_tflops: float | None = Field(default=None, gt=0)
+    interconnect: str = ""
+    unified: bool = False
+    source: str = Field(min_length=1)
+    memory_options_bytes: tuple[int, ...] = ()
+    # "vvvv:dddd" PCI vendor:device ids, to name AMD cards whose sysfs has no product_name.
+    pci_ids: tuple[str, ...] = ()
+
+    @field_validator("vendor", mode="before")
+    @classmethod
+    def _lower_vendor(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("memory_options_bytes")
+    @classmethod
+    def _positive_options(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(v <= 0 for v in value):
+            raise ValueError("memory options must be positive byte counts")
+        return tuple(sorted(set(value)))
+
+    @field_validator("pci_ids")
+    @classmethod
+    def _pci_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        ids = tuple(v.lower().removeprefix("0x").replace(":0x", ":") for v in value)
+        bad = [v for v in ids if not _PCI_ID.fullmatch(v)]
+        if bad:
+            raise ValueError(f"PCI ids must look like '1002:744c', got {bad}")
+        return ids
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(normalize_gpu_name(n) for n in (self.name, *self.aliases)))
+
+
+class GpuDatabase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: int = GPU_DATABASE_SCHEMA_VERSION
+    gpus: tuple[GpuSpec, ...] = ()
+    # Entries skipped by a lenient load, one message each.
+    errors: tuple[str, ...] = ()
+    _by_key: dict[str, GpuSpec] = PrivateAttr(default_factory=dict)
+    _by_pci: dict[str, GpuSpec] = PrivateAttr(default_factory=dict)
+    _variants: dict[str, list[GpuSpec]] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        for spec in self.gpus:
+            for key in spec.keys:
+                other = self._by_key.get(key)
+                if other is not None and other is not spec:
+                    raise CatalogError(
+                        f"GPU database: '{spec.name}' and '{other.name}' both answer to '{key}'"
+                    )
+                self._by_key[key] = spec
+            for pci in spec.pci_ids:
+                self._by_pci.setdefault(pci, spec)
+            base = _VARIANT_SUFFIX.sub("", normalize_gpu_name(spec.name))
+            self._variants.setdefault(base, []).append(spec)
+
+    def match(self, name: str, memory_bytes: int | None = None) -> GpuSpec | None:
+        """The entry whose name or alias is `name`, ignoring case and vendor prefixes.
+
+        With `memory_bytes` (a driver-reported total), a version of the same board
+        whose size fits better wins: NVML calls the 10 and 12 GiB RTX 3080 alike.
+        """
+        key = normalize_gpu_name(name)
+        exact = self._by_key.get(key)
+        if memory_bytes is None or memory_bytes <= 0:
+            return exact
+        versions = self.variants(name)
+        if len(versions) < 2:
+            return exact
+        # Prefer a version whose headline size fits; only then one that lists the size
+        # among its options (the 16 GiB Arc A770 entry also lists 8 GiB).
+        for sizes in (lambda v: (v.memory_bytes,), lambda v: v.memory_options_bytes):
+            scored = [(_size_error(sizes(v), memory_bytes), v) for v in versions]
+            error, best = min(scored, key=lambda pair: pair[0])
+            if error <= _MEMORY_MATCH_TOLERANCE:
+                return best
+        return exact
+
+    def variants(self, name: str) -> tuple[GpuSpec, ...]:
+        """Every version of the board `name` names (itself included), if it is known."""
+        key = normalize_gpu_name(name)
+        exact = self._by_key.get(key)
+        if exact is None:
+            return ()
+        base = _VARIANT_SUFFIX.sub("", normalize_gpu_name(exact.name))
+        return tuple(self._variants.get(base, [exact]))
+
+    def match_pci(self, vendor_id: int, device_id: int) -> GpuSpec | None:
+        return self._by_pci.get(f"{vendor_id:04x}:{device_id:04x}")
+
+    def name_for_pci(self, vendor_id: int, device_id: int) -> str | None:
+        spec = self.match_pci(vendor_id, device_id)
+        return spec.name if spec else None
+
+    def fill(self, gpu: Gpu) -> Gpu:
+        """`gpu` with the figures its driver did not report taken from the database."""
+        return self.fill_with_note(gpu)[0]
+
+    def fill_with_note(self, gpu: Gpu) -> tuple[Gpu, str | None]:
+        """Like `fill`, plus a note for the user when something had to be assumed."""
+        # A unified GPU's total is a working-set limit, not the board's memory size.
+        reported = None if gpu.unified else gpu.memory_total_bytes
+        spec = self.match(gpu.name, reported)
+        provenance = dict(gpu.provenance)
+        if spec is None:
+            reason = f"'{gpu.name}' is not in the GPU database"
+            for field in ("memory_total_bytes", "bandwidth_gbps", "fp16_tflops"):
+                if getattr(gpu, field) is None and field not in provenance:
+                    provenance[field] = Provenance(basis=Basis.UNKNOWN, source=reason)
+            unknown_note = f"{reason}: figures its driver did not report stay unknown"
+            return gpu.model_copy(update={"provenance": provenance}), unknown_note
+
+        from_spec = Provenance(basis=Basis.SPEC, source=spec.source)
+        updates: dict[str, Any] = {}
+        notes: list[str] = []
+        versions = self.variants(gpu.name)
+        sizes = (spec.memory_bytes, *spec.memory_options_bytes)
+        if len(versions) > 1 and (
+            reported is None or _size_error(sizes, reported) > _MEMORY_MATCH_TOLERANCE
+        ):
+            names = ", ".join(f"'{v.name}'" for v in versions)
+            notes.append(
+                f"{gpu.name} comes in several versions ({names}); figures are from '{spec.name}'"
+            )
+        if gpu.memory_total_bytes is None:
+            memory, variant_note = _memory_variant(spec, gpu.memory_free_bytes)
+            if variant_note:
+                notes.append(variant_note)
+            if gpu.memory_free_bytes is not None and gpu.memory_free_bytes > memory:
+                # The board reports more free memory than any listed size: trust the
+                # board and leave the total open rather than contradict it.
+                provenance["memory_total_bytes"] = Provenance(
+                    basis=Basis.UNKNOWN,
+                    source=f"{spec.name}: listed sizes are below the reported free memory",
+                )
+                notes.append(f"{gpu.name} reports more free memory than the GPU database lists")
+            else:
+                updates["memory_total_bytes"] = memory
+                provenance["memory_total_bytes"] = from_spec
+        for field, value in (
+            ("bandwidth_gbps", spec.memory_bandwidth_gbps),
+            ("fp16_tflops", spec.fp16_tflops),
+        ):
+            if getattr(gpu, field) is not None:
+                continue
+            if value is None:
+                provenance[field] = Provenance(
+                    basis=Basis.UNKNOWN, source=f"no sourced figure for {spec.name}"
+                )
+            else:
+                updates[field] = value
+                provenance[field] = from_spec
+        if gpu.vendor is Vendor.OTHER and _not_measured(gpu, "vendor"):
+            updates["vendor"] = spec.vendor
+            provenance["vendor"] = from_spec
+        if spec.unified and not gpu.unified and _not_measured(gpu, "unified"):
+            updates["unified"] = True
+            provenance["unified"] = from_spec
+        filled = Gpu.model_validate({**gpu.model_dump(), **updates, "provenance": provenance})
+        return filled, "; ".join(notes) or None
+
+
+def _size_error(sizes: tuple[int, ...], reported: int) -> float:
+    """Relative distance from `reported` to the nearest of `sizes` (inf if none)."""
+    return min((abs(size - reported) / size for size in sizes), default=float("inf"))
+
+
+def _not_measured(gpu: Gpu, field: str) -> bool:
+    prov = gpu.provenance.get(field)
+    return prov is None or prov.basis is Basis.UNKNOWN
+
+
+def _memory_variant(spec: GpuSpec, free_bytes: int | None) -> tuple[int, str | None]:
+    """The memory size to assume for a board sold in several sizes."""
+    options = sorted({spec.memory_bytes, *spec.memory_options_bytes})
+    if len(options) == 1:
+        return options[0], None
+    # Smallest size that holds what the driver says is free; else the entry's default.
+    if free_bytes is not None:
+        fitting = [o for o in options if o >= free_bytes]
+        chosen = fitting[0] if fitting else options[-1]
+    else:
+        chosen = spec.memory_bytes
+    sizes = ", ".join(f"{o / GIB:g}" for o in options)
+    return chosen, f"{spec.name} comes with {sizes} GiB; assumed {chosen / GIB:g} GiB"
+
+
+def _entry_label(index: int, entry: Any) -> str:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return f"gpus[{index}] ({name!r})" if isinstance(name, str) else f"gpus[{index}]"
+
+
+def _validation_message(label: str, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "entry"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{label}: field '{field}': {first['msg']}{more}"
+
+
+def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase:
+    """Read and validate a GPU database file.
+
+    Strict (the default): the first bad entry raises CatalogError naming it and the
+    field. Lenient: bad entries are skipped and listed in `GpuDatabase.errors`, so one
+    typo in a user-edited file does not cost every other entry.
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"cannot read GPU database {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{path}: expected an object with 'schema_version' and 'gpus'")
+    version = raw.get("schema_version")
+    if version != GPU_DATABASE_SCHEMA_VERSION:
+        raise CatalogError(f"{path}: unsupported schema_version {version!r}")
+    entries = raw.get("gpus")
+    if not isinstance(entries, list):
+        raise CatalogError(f"{path}: field 'gpus' must be a list")
+
+    specs: list[GpuSpec] = []
+    errors: list[str] = []
+    owners: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        label = _entry_label(index, entry)
+        try:
+            spec = GpuSpec.model_validate(entry)
+        except ValidationError as exc:
+            message = f"{path}: {_validation_message(label, exc)}"
+            if not lenient:
+                raise CatalogError(message) from None
+            errors.append(message)
+            continue
+        clash = next((k for k in spec.keys if k in owners), None)
+        if clash is not None:
+            field = "name" if clash == normalize_gpu_name(spec.name) else "aliases"
+            message = f"{path}: {label}: field '{field}': '{clash}' already names '{owners[clash]}'"
+            if not lenient:
+                raise CatalogError(message)
+            errors.append(message)
+            continue
+        owners.update(dict.fromkeys(spec.keys, spec.name))
+        specs.append(spec)
+    return GpuDatabase(gpus=tuple(specs), errors=tuple(errors))

@@ -1,0 +1,115 @@
+"""The curated model catalog, `data/models.json`: a cited entry per model.
+
+A bad entry never stops the rest from loading: `load_catalog` returns the good models
+and one `CatalogError` per bad entry, naming the entry's id and the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.core.model_spec import Geometry, ModelSpec, QuantFile
+from rigspark_gui.resources import data_file
+
+CATALOG_SCHEMA_VERSION = 1
+MAX_CATALOG_BYTES = 32 << 20
+# Best first: the planner picks the first that fits.
+STANDARD_QUANTS = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")
+
+
+class CatalogEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)
+    name: str = Field(min_length=1, max_length=200)
+    family: str = Field(min_length=1, max_length=100)
+    license: str = ""
+    hf_repo: str = ""
+    source: str = Field(min_length=1, description="the model's config.json: repo and path")
+    verified_from: str = ""
+    params_b: float | None = Field(default=None, gt=0)
+    native_dtype: str = "bfloat16"
+    geometry: Geometry
+    published: dict[str, QuantFile] = Field(default_factory=dict)
+
+    def quants(self) -> tuple[str, ...]:
+        full = "F16" if self.native_dtype == "float16" else "BF16"
+        if self.native_dtype == "mxfp4":
+            return ("MXFP4",)  # released quantized: other mixes re-quantize, not improve
+        return (full, *STANDARD_QUANTS)
+
+    def to_spec(self) -> ModelSpec:
+        quants = self.quants()
+        published = {q: f for q, f in self.published.items() if q in quants}
+        return ModelSpec(
+            id=self.id,
+            name=self.name,
+            family=self.family,
+            geometry=self.geometry,
+            quants=quants,
+            published=published,
+            source=self.source,
+        )
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    entries: tuple[CatalogEntry, ...]
+    errors: tuple[str, ...] = ()
+
+    def specs(self) -> tuple[ModelSpec, ...]:
+        return tuple(e.to_spec() for e in self.entries)
+
+    def find(self, model_id: str) -> CatalogEntry:
+        for e in self.entries:
+            if e.id == model_id:
+                return e
+        close = [e.id for e in self.entries if model_id.lower() in e.id][:5]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise CatalogError(f"unknown model {model_id!r}{hint}; `rigspark-plan models` lists them")
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    where = ".".join(str(p) for p in e["loc"]) or "entry"
+    return f"{where}: {e['msg']}"
+
+
+def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
+    if not isinstance(raw, dict) or not isinstance(raw.get("models"), list):
+        raise CatalogError(f"{source}: expected an object with a 'models' list")
+    if raw.get("schema_version") != CATALOG_SCHEMA_VERSION:
+        raise CatalogError(f"{source}: unsupported schema_version {raw.get('schema_version')!r}")
+    entries: list[CatalogEntry] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw["models"]):
+        ident = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
+        try:
+            entry = CatalogEntry.model_validate(item)
+            entry.to_spec()
+        except ValidationError as err:
+            errors.append(f"catalog entry {ident!s}: {_first_error(err)}")
+            continue
+        if entry.id in seen:
+            errors.append(f"catalog entry {entry.id}: id: duplicate")
+            continue
+        seen.add(entry.id)
+        entries.append(entry)
+    return Catalog(entries=tuple(entries), errors=tuple(errors))
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    path = path or data_file("models.json")
+    try:
+        if path.stat().st_size > MAX_CATALOG_BYTES:
+            raise CatalogError(f"{path.name}: larger than {MAX_CATALOG_BYTES >> 20} MiB")
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise CatalogError(f"cannot read the catalog {path}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CatalogError(f"{path.name} is not valid JSON: {err}") from None
+    return parse_catalog(raw, path.name)

@@ -1,0 +1,392 @@
+"""`rigspark-plan`: the planning engine, headless. Same engine, same figures as the window.
+
+Exit codes: 0 the recommended path fits, 1 nothing fits, 2 bad input (one line on
+stderr), 3 an internal error (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from rigspark_gui.catalog.gpu_database import GpuDatabase
+    from rigspark_gui.core.model_spec import ModelSpec
+    from rigspark_gui.core.rig import Rig
+    from rigspark_gui.core.settings import PlanSettings
+
+EXIT_FITS, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+PROG = "rigspark-plan"
+
+
+class UsageError(Exception):
+    """Bad flags or values; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _context(text: str) -> int:
+    value = text.strip().lower()
+    mult = 1
+    if value.endswith("k"):
+        value, mult = value[:-1], 1024
+    try:
+        n = int(value) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a token count: {text!r}") from None
+    if not 1 <= n <= 1 << 24:
+        raise argparse.ArgumentTypeError(f"context must be between 1 and 16M tokens, got {text}")
+    return n
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"cannot be negative, got {n}")
+    return n
+
+
+def _split(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--tensor-split takes numbers like 3,1: {text!r}"
+        ) from None
+    if not values or any(v < 0 for v in values) or sum(values) <= 0:
+        raise argparse.ArgumentTypeError("--tensor-split needs non-negative numbers, not all 0")
+    return values
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="ID", help="catalog model id (see `models`)")
+    src.add_argument(
+        "--model-file", metavar="PATH", type=Path, help="a .gguf, an HF config.json or its folder"
+    )
+    p.add_argument("--quant", help="fixed quantization (default: the best that fits)")
+    p.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
+    p.add_argument("--context", type=_context, default=8192, help="tokens, e.g. 8192 or 32k")
+    p.add_argument("--kv-k", default="f16", help="K cache type (f16, q8_0, q4_0 ...)")
+    p.add_argument("--kv-v", default=None, help="V cache type (default: same as K)")
+    p.add_argument("--flash-attn", choices=("on", "off"), default=None)
+    p.add_argument("--parallel", type=_positive, default=1, help="sequences at once (-np)")
+    p.add_argument(
+        "--backend",
+        default="llama.cpp",
+        choices=("llama.cpp", "ollama", "lm-studio", "vllm", "mlx"),
+    )
+    p.add_argument("--swa-full", action="store_true", help="full-size sliding-window caches")
+    p.add_argument("--prompt-tokens", type=_positive, default=1024, help="prompt for prefill time")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Will this LLM run on this machine, and how fast?")
+    from rigspark_gui.identity import APP_VERSION
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {APP_VERSION}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p_plan = sub.add_parser("plan", help="every path's fit, shortfall and speed")
+    _add_model_args(p_plan)
+    p_plan.add_argument(
+        "--kv-compare",
+        choices=("none", "common", "all"),
+        default="common",
+        help="KV precision comparison rows (default: common pairs)",
+    )
+    p_place = sub.add_parser("place", help="per-layer placement and per-device loads")
+    _add_model_args(p_place)
+    p_place.add_argument("--ngl", type=_non_negative, help="llama.cpp -ngl (default: the plan's)")
+    p_place.add_argument("--tensor-split", type=_split, help="llama.cpp --tensor-split, e.g. 3,1")
+    p_models = sub.add_parser("models", help="list the catalog")
+    p_models.add_argument("--json", action="store_true")
+    p_models.add_argument("--family", help="only this family (substring)")
+    p_detect = sub.add_parser("detect", help="detect this machine and print the rig")
+    p_detect.add_argument("--json", action="store_true")
+    p_detect.add_argument("--bandwidth", action="store_true", help="also measure RAM bandwidth")
+    p_gpus = sub.add_parser("gpus", help="list the GPU database")
+    p_gpus.add_argument("--json", action="store_true")
+    p_export = sub.add_parser("export", help="write a plan report (html, pdf, md, json)")
+    _add_model_args(p_export)
+    p_export.add_argument("--format", choices=("html", "pdf", "md", "json"), default="html")
+    p_export.add_argument("-o", "--output", type=Path, required=True)
+    return parser
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def gpu_database() -> GpuDatabase | None:
+    from rigspark_gui.catalog.gpu_database import load_gpu_database
+    from rigspark_gui.resources import data_file
+
+    path = data_file("gpus.json")
+    if not path.exists():
+        return None
+    return load_gpu_database(path, lenient=True)
+
+
+def load_model(args: argparse.Namespace) -> ModelSpec:
+    if args.model is not None:
+        from rigspark_gui.catalog.models import load_catalog
+
+        return load_catalog().find(args.model).to_spec()
+    path: Path = args.model_file
+    from rigspark_gui.core.errors import ModelImportError
+
+    if not path.exists():
+        raise ModelImportError(f"no such model file: {path}")
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from rigspark_gui.catalog.gguf_import import import_gguf
+
+        return import_gguf(path)
+    if path.is_dir() or path.suffix.lower() == ".json":
+        from rigspark_gui.catalog.hf_import import import_hf_config
+
+        result = import_hf_config(path)
+        return getattr(result, "spec", result)  # type: ignore[no-any-return]
+    raise ModelImportError(f"{path.name}: expected a .gguf file, a config.json or its folder")
+
+
+def load_rig_arg(args: argparse.Namespace) -> Rig:
+    db = gpu_database()
+    if args.rig is not None:
+        from rigspark_gui.catalog.rig_file import load_rig
+
+        return load_rig(args.rig, db)
+    from rigspark_gui.hardware.detect import detect
+
+    return detect(database=db, timeout_s=5.0)
+
+
+def settings_from(args: argparse.Namespace) -> PlanSettings:
+    from rigspark_gui.core.ggml_types import kv_cache_type
+    from rigspark_gui.core.settings import make_settings
+
+    k = kv_cache_type(args.kv_k)
+    v = kv_cache_type(args.kv_v) if args.kv_v else k
+    # quantized V needs flash attention; otherwise off unless asked for
+    fa = v.quantized if args.flash_attn is None else args.flash_attn == "on"
+    return make_settings(
+        context=args.context,
+        kv_k=k,
+        kv_v=v,
+        flash_attn=fa,
+        parallel=args.parallel,
+        backend=args.backend,
+        swa_full=args.swa_full,
+        quant=args.quant,
+        prompt_tokens=args.prompt_tokens,
+    )
+
+
+def _emit(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.core.plan import plan
+    from rigspark_gui.report.text import format_plan
+
+    spec = load_model(args)
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    result = plan(spec, rig, s, load_perf(), kv_pairs=args.kv_compare)
+    if args.json:
+        _emit(result.model_dump(mode="json"))
+    else:
+        print(format_plan(result))
+    return EXIT_FITS if result.recommended is not None else EXIT_NO_FIT
+
+
+def cmd_place(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.core.placement import auto_place, device_loads
+    from rigspark_gui.core.plan import plan
+    from rigspark_gui.core.throughput import estimate_decode, estimate_prefill
+    from rigspark_gui.core.weights import weights_layout
+    from rigspark_gui.report.text import format_loads, format_placement
+
+    spec = load_model(args)
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    perf = load_perf()
+    base = plan(spec, rig, s, perf)
+    quant = s.quant or next(
+        (p.quant for p in base.paths if p.fits and p.quant), spec.available_quants[-1]
+    )
+    if args.ngl is not None or args.tensor_split is not None:
+        placement = auto_place(spec.geometry, rig, s, ngl=args.ngl, tensor_split=args.tensor_split)
+    else:
+        assert base.placement is not None
+        placement = base.placement
+    layout = weights_layout(spec, quant)
+    loads = device_loads(placement, spec.geometry, layout, rig, s)
+    decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
+    prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
+    fits = all(d.verdict.value != "over" for d in loads)
+    if args.json:
+        from rigspark_gui.core.paths import PLAN_SCHEMA_VERSION
+
+        _emit(
+            {
+                "schema_version": PLAN_SCHEMA_VERSION,
+                "model_id": spec.id,
+                "quant": quant,
+                "settings": s.model_dump(mode="json"),
+                "placement": placement.model_dump(mode="json"),
+                "device_loads": [d.model_dump(mode="json") for d in loads],
+                "fits": fits,
+                "throughput": decode.model_dump(mode="json"),
+                "prefill": prefill.model_dump(mode="json"),
+            }
+        )
+    else:
+        from rigspark_gui.core.units import tok_s_range
+
+        print(f"{spec.name} at {quant}, {s.context} context")
+        print(format_placement(placement))
+        print()
+        print(format_loads(loads))
+        print()
+        print(f"Decode: {tok_s_range(decode.low_tok_s, decode.high_tok_s)} ({decode.basis})")
+        print("Fits." if fits else "Does not fit: a device is overcommitted.")
+    return EXIT_FITS if fits else EXIT_NO_FIT
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.models import load_catalog
+
+    catalog = load_catalog()
+    entries = [
+        e for e in catalog.entries if not args.family or args.family.lower() in e.family.lower()
+    ]
+    for err in catalog.errors:
+        print(f"{PROG}: warning: {err}", file=sys.stderr)
+    if args.json:
+        _emit(
+            {
+                "schema_version": 1,
+                "models": [e.model_dump(mode="json") for e in entries],
+            }
+        )
+        return EXIT_FITS
+    for e in entries:
+        g = e.geometry
+        moe = f" MoE {g.n_expert_used}/{g.n_expert}" if g.n_expert else ""
+        params = f"{e.params_b:g}B" if e.params_b else ""
+        print(f"{e.id:<40} {e.family:<14} {params:>7}{moe:<12} ctx {g.context_length:>7}")
+    return EXIT_FITS
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    from rigspark_gui.hardware.detect import detect
+
+    rig = detect(database=gpu_database(), timeout_s=5.0, probe_bandwidth=args.bandwidth)
+    if args.json:
+        sys.stdout.write(rig.model_dump_json(indent=2) + "\n")
+        return EXIT_FITS
+    from rigspark_gui.core.units import gib
+
+    print(f"CPU: {rig.cpu.name} ({rig.cpu.cores or '?'} cores)")
+    print(f"RAM: {gib(rig.ram_total_bytes)} total, {gib(rig.ram_usable_bytes)} usable")
+    bw = rig.cpu.memory_bandwidth_gbps
+    print(f"RAM bandwidth: {f'{bw:.1f} GB/s' if bw else 'unknown (use --bandwidth)'}")
+    if not rig.gpus:
+        print("GPUs: none")
+    for gpu in rig.gpus:
+        mem = gib(gpu.memory_total_bytes) if gpu.memory_total_bytes else "unknown"
+        bw_g = f"{gpu.bandwidth_gbps:.0f} GB/s" if gpu.bandwidth_gbps else "unknown"
+        print(
+            f"GPU {gpu.index}: {gpu.name}, {mem}, {bw_g} ({gpu.basis_of('bandwidth_gbps').basis})"
+        )
+    for note in rig.notes:
+        print(f"Note: {note}")
+    return EXIT_FITS
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    from rigspark_gui.core.errors import CatalogError
+
+    db = gpu_database()
+    if db is None:
+        raise CatalogError("the GPU database (data/gpus.json) is missing")
+    if args.json:
+        _emit({"schema_version": 1, "gpus": [g.model_dump(mode="json") for g in db.gpus]})
+        return EXIT_FITS
+    for g in db.gpus:
+        tf = f"{g.fp16_tflops:g} TFLOPS" if g.fp16_tflops else "TFLOPS unknown"
+        print(
+            f"{g.name:<40} {g.vendor.value:<7} {g.memory_bytes / (1 << 30):6.0f} GiB "
+            f"{g.memory_bandwidth_gbps:7.0f} GB/s  {tf}"
+        )
+    return EXIT_FITS
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    raise UsageError("export is not yet available in this version")
+
+
+COMMANDS = {
+    "plan": cmd_plan,
+    "place": cmd_place,
+    "models": cmd_models,
+    "detect": cmd_detect,
+    "gpus": cmd_gpus,
+    "export": cmd_export,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FITS
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as err:  # one line, never a traceback
+        from rigspark_gui.core.errors import RigSparkError
+
+        if isinstance(err, RigSparkError):
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"{PROG}: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

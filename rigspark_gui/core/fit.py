@@ -1,0 +1,214 @@
+"""Fast fit evaluation for llama.cpp-shaped placements (contiguous slot ranges).
+
+Planning tries many (quant, context, -ngl, split) combinations. Per-layer tables are
+built once per (geometry, KV types) and cached; each evaluation then sums prefix arrays
+over the contiguous runs of a slot assignment. `placement.device_loads` is the general
+counterpart for hand-edited placements; tests pin that the two agree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rigspark_gui.core.compute_buffer import device_compute_bytes, host_compute_bytes
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.placement import (
+    CPU,
+    HEADROOM,
+    device_capacity,
+    gpu_device,
+    llama_cpp_slots,
+)
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.weights import WeightsLayout
+
+
+def _prefix(values: Sequence[int]) -> tuple[int, ...]:
+    out = [0]
+    for v in values:
+        out.append(out[-1] + v)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _LayerTables:
+    """Prefix sums over layers of the per-cell KV row bytes, split by layer kind."""
+
+    full_rows: tuple[int, ...]  # full-attention layers: scale with the whole cache
+    swa_rows: tuple[int, ...]  # sliding layers: scale with the window cache
+    recurrent: tuple[int, ...]  # recurrent state values (f32) per sequence
+    first_full: tuple[int, ...]  # first full-attention layer at or after i (n if none)
+
+
+@lru_cache(maxsize=1024)
+def _layer_tables(g: Geometry, k: KvCacheType, v: KvCacheType) -> _LayerTables:
+    n = g.n_layer
+    full, swa, rec = [], [], []
+    for il in range(n):
+        row = kv_row_pair_bytes(g, il, k, v)
+        sliding = g.is_sliding(il)
+        full.append(0 if sliding else row)
+        swa.append(row if sliding else 0)
+        rec.append((g.recurrent_r_values + g.recurrent_s_values) if il in g.recurrent_layers else 0)
+    first_full = [n] * (n + 1)
+    for il in range(n - 1, -1, -1):
+        first_full[il] = il if not g.is_sliding(il) else first_full[il + 1]
+    return _LayerTables(_prefix(full), _prefix(swa), _prefix(rec), tuple(first_full))
+
+
+@lru_cache(maxsize=4096)
+def _weight_prefix(block_bytes: tuple[int, ...]) -> tuple[int, ...]:
+    return _prefix(block_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTally:
+    device: str
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    reserve_bytes: int
+    capacity_bytes: int
+
+    @property
+    def required_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.compute_bytes
+
+    @property
+    def usable_bytes(self) -> int:
+        return max(self.capacity_bytes - self.reserve_bytes, 0)
+
+    @property
+    def fits(self) -> bool:
+        return self.required_bytes <= self.usable_bytes * (1 - HEADROOM)
+
+    @property
+    def shortfall_bytes(self) -> int:
+        return max(0, math.ceil(self.required_bytes / (1 - HEADROOM)) - self.usable_bytes)
+
+
+class FitEvaluator:
+    """Loads of one model at one quantization and settings, for any contiguous split."""
+
+    def __init__(self, g: Geometry, layout: WeightsLayout, rig: Rig, s: PlanSettings) -> None:
+        self.g, self.layout, self.rig, self.s = g, layout, rig, s
+        self._t = _layer_tables(g, s.kv_k, s.kv_v)
+        self._w = _weight_prefix(layout.block_bytes)
+        full_cells = kv_cells(g, self._t.first_full[0], s) if g.n_layer else 0
+        swa_layer = next((il for il in range(g.n_layer) if g.is_sliding(il)), None)
+        self._full_cells = full_cells
+        self._swa_cells = kv_cells(g, swa_layer, s) if swa_layer is not None else 0
+        self._rec_scale = 4 * s.parallel
+
+    def _kv(self, lo: int, hi: int) -> int:
+        t = self._t
+        return (
+            (t.full_rows[hi] - t.full_rows[lo]) * self._full_cells
+            + (t.swa_rows[hi] - t.swa_rows[lo]) * self._swa_cells
+            + (t.recurrent[hi] - t.recurrent[lo]) * self._rec_scale
+        )
+
+    def _cost(self, lo: int, hi: int) -> int:
+        """Weights plus KV of blocks lo..hi-1."""
+        return self._w[hi] - self._w[lo] + self._kv(lo, hi)
+
+    def tally(self, slots: Sequence[str]) -> dict[str, DeviceTally]:
+        """Per-device loads for a slot assignment (n_layer blocks + output), input on CPU."""
+        g, layout = self.g, self.layout
+        n = g.n_layer
+        weights: dict[str, int] = {CPU: layout.input_bytes}
+        kv: dict[str, int] = {CPU: 0}
+        layers: dict[str, list[int]] = {CPU: []}
+        lo = 0
+        while lo < n:
+            d = slots[lo]
+            hi = lo + 1
+            while hi < n and slots[hi] == d:
+                hi += 1
+            weights[d] = weights.get(d, 0) + self._w[hi] - self._w[lo]
+            kv[d] = kv.get(d, 0) + self._kv(lo, hi)
+            # the compute buffer depends on the largest cache any layer attends over:
+            # one full-attention layer (else any layer) represents the run.
+            full = self._t.first_full[lo]
+            layers.setdefault(d, []).append(full if full < hi else lo)
+            lo = hi
+        out_dev = slots[n]
+        weights[out_dev] = weights.get(out_dev, 0) + layout.output_bytes
+        if out_dev != CPU:
+            weights[out_dev] += layout.tied_head_bytes
+        layers.setdefault(out_dev, [])
+        any_gpu = any(d != CPU for d in slots)
+        result: dict[str, DeviceTally] = {}
+        for d, lay in layers.items():
+            compute = device_compute_bytes(g, self.s, lay, d == out_dev)
+            if d == CPU and any_gpu:
+                compute = max(compute, host_compute_bytes(g, self.s))
+            capacity, reserve = device_capacity(self.rig, d)
+            result[d] = DeviceTally(
+                device=d,
+                weights_bytes=weights.get(d, 0),
+                kv_bytes=kv.get(d, 0),
+                compute_bytes=compute,
+                reserve_bytes=reserve,
+                capacity_bytes=capacity,
+            )
+        return result
+
+    def default_split(self, gpu_ids: Sequence[int]) -> list[float]:
+        return [float(max(self.rig.gpus[i].memory_bytes, 1)) for i in gpu_ids]
+
+    def llama_cpp_tally(
+        self, ngl: int, gpu_ids: Sequence[int], split: Sequence[float] | None = None
+    ) -> dict[str, DeviceTally]:
+        split = self.default_split(gpu_ids) if split is None else split
+        return self.tally(llama_cpp_slots(self.g.n_layer, ngl, split, gpu_ids))
+
+    def max_ngl(self, gpu_ids: Sequence[int]) -> int:
+        """The largest -ngl whose GPU loads all fit (0 if not even the head fits)."""
+
+        def gpus_fit(ngl: int) -> bool:
+            t = self.llama_cpp_tally(ngl, gpu_ids)
+            return all(v.fits for d, v in t.items() if d != CPU)
+
+        lo, hi = 0, self.g.n_layer + 1
+        if gpus_fit(hi):
+            return hi
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if gpus_fit(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def fill_split(self, gpu_ids: Sequence[int]) -> list[float]:
+        """A --tensor-split (slot counts) that fills each GPU in turn up to what it can
+        hold, the last taking the rest and the head: for full offload when the default
+        split (by free memory) overloads one device."""
+        n = self.g.n_layer
+        counts: list[float] = []
+        lo = 0
+        costs = [self._cost(0, i) for i in range(n + 1)]
+        for pos, gid in enumerate(gpu_ids):
+            if pos == len(gpu_ids) - 1:
+                counts.append(float(n + 1 - lo))
+                break
+            capacity, reserve = device_capacity(self.rig, gpu_device(gid))
+            rep = self._t.first_full[lo] if lo < n else lo
+            compute = device_compute_bytes(self.g, self.s, [min(rep, n - 1)], False)
+            budget = (capacity - reserve) * (1 - HEADROOM) - compute
+            hi = bisect.bisect_right(costs, costs[lo] + budget) - 1
+            hi = max(lo, min(hi, n))
+            counts.append(float(hi - lo))
+            lo = hi
+        return counts
+
+
+__all__ = ["DeviceTally", "FitEvaluator"]

@@ -1,0 +1,281 @@
+"""Every execution path a rig offers for one model (the idea of `plan.rs`).
+
+Paths: `unified` (shared memory), `gpu` (largest single GPU), `multi-gpu` (all peers of
+one vendor), `cpu-offload` (GPUs plus RAM: as many slots on the GPUs as fit), `cpu`.
+Each reports fit, the best quantization that fits, required and usable bytes, the
+shortfall, a reason, and speed. The recommended path is the first that fits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import Field
+
+from rigspark_gui.core.fit import DeviceTally, FitEvaluator
+from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.placement import (
+    CPU,
+    HEADROOM,
+    DeviceLoad,
+    Placement,
+    auto_place,
+    device_loads,
+    gpu_device,
+    llama_cpp_slots,
+    uniform_placement,
+)
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.throughput import (
+    PerfProfile,
+    Prefill,
+    Throughput,
+    estimate_decode,
+    estimate_prefill,
+)
+from rigspark_gui.core.weights import WeightsLayout, file_bytes_estimate, weights_layout
+
+PLAN_SCHEMA_VERSION = 1
+
+
+class PathName(StrEnum):
+    UNIFIED = "unified"
+    GPU = "gpu"
+    MULTI_GPU = "multi-gpu"
+    CPU_OFFLOAD = "cpu-offload"
+    CPU = "cpu"
+
+
+class Reason(StrEnum):
+    VRAM = "vram-bound"
+    RAM = "ram-bound"
+    CONTEXT = "context-bound"
+    DISK = "disk-bound"
+
+
+class MemoryBreakdown(Frozen):
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    reserve_bytes: int
+
+
+class PathPlan(Frozen):
+    path: PathName
+    fits: bool
+    quant: str | None = Field(description="best quantization that fits, or the one shown")
+    required_bytes: int
+    usable_bytes: int
+    shortfall_bytes: int | None = Field(
+        description="extra usable memory needed before the smallest quantization fits"
+    )
+    reason: Reason | None
+    gpu_count: int
+    devices: tuple[str, ...]
+    ngl: int | None = Field(description="llama.cpp -ngl of this path's placement")
+    tensor_split: tuple[float, ...] | None = Field(
+        default=None, description="llama.cpp --tensor-split when the default one would not fit"
+    )
+    breakdown: MemoryBreakdown
+    throughput: Throughput
+    prefill: Prefill
+    file_bytes: int
+
+
+class PathCandidate:
+    """A path's device set and how to place a model on it."""
+
+    def __init__(self, name: PathName, gpu_ids: Sequence[int]) -> None:
+        self.name = name
+        self.gpu_ids = list(gpu_ids)
+
+
+def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
+    out: list[PathCandidate] = []
+    unified = [i for i, g in enumerate(rig.gpus) if g.unified and g.memory_bytes > 0]
+    discrete = [i for i, g in enumerate(rig.gpus) if g in rig.discrete_gpus]
+    if not cpu_only:
+        if rig.unified_memory and unified:
+            out.append(PathCandidate(PathName.UNIFIED, unified[:1]))
+        elif discrete:
+            largest = max(discrete, key=lambda i: (rig.gpus[i].capacity_bytes, -i))
+            vendor = rig.gpus[largest].vendor
+            peers = [i for i in discrete if rig.gpus[i].vendor == vendor]
+            out.append(PathCandidate(PathName.GPU, [largest]))
+            if len(peers) > 1:
+                out.append(PathCandidate(PathName.MULTI_GPU, peers))
+            out.append(PathCandidate(PathName.CPU_OFFLOAD, peers))
+    out.append(PathCandidate(PathName.CPU, []))
+    return out
+
+
+def _slots_for(
+    ev: FitEvaluator, cand: PathCandidate
+) -> tuple[list[str], int | None, list[float] | None]:
+    """Slot devices, -ngl and --tensor-split (None: llama.cpp's default) of a path."""
+    n = ev.g.n_layer
+    if cand.name is PathName.CPU:
+        return [CPU] * (n + 1), 0, None
+    if cand.name is PathName.UNIFIED:
+        return [gpu_device(cand.gpu_ids[0])] * (n + 1), n + 1, None
+    ids = cand.gpu_ids
+    ngl = ev.max_ngl(ids) if cand.name is PathName.CPU_OFFLOAD else n + 1
+    slots = llama_cpp_slots(n, ngl, ev.default_split(ids), ids)
+    if cand.name is PathName.MULTI_GPU and not all(t.fits for t in ev.tally(slots).values()):
+        split = ev.fill_split(ids)
+        filled = llama_cpp_slots(n, ngl, split, ids)
+        if all(t.fits for t in ev.tally(filled).values()):
+            return filled, ngl, split
+    return slots, ngl, None
+
+
+def _measure(
+    tally: dict[str, DeviceTally], cand: PathCandidate
+) -> tuple[bool, int, int, int, MemoryBreakdown]:
+    """(fits, required, usable, shortfall, breakdown) of a path from its device tallies."""
+    if cand.name in (PathName.GPU, PathName.MULTI_GPU):
+        shown = [t for d, t in tally.items() if d != CPU]
+    else:
+        shown = list(tally.values())
+    required = sum(t.required_bytes for t in shown)
+    if cand.name is PathName.UNIFIED:
+        # one pool: the CPU-side buffers live in the same memory as the GPU's
+        usable = sum(t.usable_bytes for d, t in tally.items() if d != CPU)
+        fits = required <= usable * (1 - HEADROOM)
+        shortfall = max(0, math.ceil(required / (1 - HEADROOM)) - usable)
+    else:
+        usable = sum(t.usable_bytes for t in shown)
+        fits = all(t.fits for t in tally.values())
+        shortfall = sum(t.shortfall_bytes for t in tally.values())
+    breakdown = MemoryBreakdown(
+        weights_bytes=sum(t.weights_bytes for t in shown),
+        kv_bytes=sum(t.kv_bytes for t in shown),
+        compute_bytes=sum(t.compute_bytes for t in shown),
+        reserve_bytes=sum(t.reserve_bytes for t in shown),
+    )
+    return fits, required, usable, shortfall, breakdown
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    quant: str
+    layout: WeightsLayout
+    slots: list[str]
+    ngl: int | None
+    split: list[float] | None
+    fits: bool
+    required: int
+    usable: int
+    shortfall: int
+    breakdown: MemoryBreakdown
+
+
+def _try(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> _Trial:
+    layout = weights_layout(spec, quant)
+    ev = FitEvaluator(spec.geometry, layout, rig, s)
+    slots, ngl, split = _slots_for(ev, cand)
+    fits, required, usable, shortfall, breakdown = _measure(ev.tally(slots), cand)
+    return _Trial(quant, layout, slots, ngl, split, fits, required, usable, shortfall, breakdown)
+
+
+def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list[str]:
+    if s.quant is not None:
+        return [s.quant]
+    quants = [q for q in spec.available_quants]
+    if cand.name is not PathName.CPU:
+        quants = [q for q in quants if q not in spec.cpu_only_quants]
+    return quants
+
+
+def placement_from_slots(spec: ModelSpec, rig: Rig, s: PlanSettings, slots: list[str]) -> Placement:
+    p = uniform_placement(spec.geometry, rig, s, CPU)
+    units = tuple(
+        u if u.index < 0 else u.model_copy(update={"device": slots[u.index]}) for u in p.units
+    )
+    return p.model_copy(update={"units": units})
+
+
+def plan_path(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    perf: PerfProfile,
+    cand: PathCandidate,
+) -> tuple[PathPlan, Placement, WeightsLayout]:
+    g = spec.geometry
+    quants = quants_to_try(spec, s, cand)
+    if not quants:
+        raise ValueError("no quantization to plan")
+    chosen: _Trial | None = None
+    last: _Trial | None = None
+    context_ok = s.context <= g.context_length
+    for q in quants:
+        trial = _try(spec, rig, s, cand, q)
+        last = trial
+        if trial.fits and context_ok:
+            chosen = trial
+            break
+    shown = chosen or last
+    assert shown is not None
+    fits = chosen is not None
+    file_bytes = (
+        spec.published[shown.quant].file_bytes
+        if shown.quant in spec.published
+        else file_bytes_estimate(shown.layout, g)
+    )
+    reason: Reason | None = None
+    shortfall: int | None = None
+    disk_short = rig.disk_free_bytes is not None and file_bytes > rig.disk_free_bytes
+    if not context_ok:
+        reason, fits = Reason.CONTEXT, False
+    elif not fits:
+        reason = Reason.RAM if cand.name in (PathName.CPU, PathName.CPU_OFFLOAD) else Reason.VRAM
+        shortfall = shown.shortfall
+    elif disk_short:
+        reason = Reason.DISK
+    placement = placement_from_slots(spec, rig, s, shown.slots)
+    if fits:
+        throughput = estimate_decode(placement, g, shown.layout, rig, s, perf)
+        prefill = estimate_prefill(placement, g, shown.layout, rig, s, perf)
+    else:
+        throughput = Throughput(basis="unknown: does not fit")
+        prefill = Prefill(
+            prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"
+        )
+    devices = tuple(sorted({d for d in shown.slots} | {CPU}, key=lambda d: (d != CPU, d)))
+    plan = PathPlan(
+        path=cand.name,
+        fits=fits,
+        quant=shown.quant,
+        required_bytes=shown.required,
+        usable_bytes=shown.usable,
+        shortfall_bytes=shortfall,
+        reason=reason,
+        gpu_count=len(cand.gpu_ids),
+        devices=devices,
+        ngl=shown.ngl,
+        tensor_split=tuple(shown.split) if shown.split else None,
+        breakdown=shown.breakdown,
+        throughput=throughput,
+        prefill=prefill,
+        file_bytes=file_bytes,
+    )
+    return plan, placement, shown.layout
+
+
+def recommended_placement(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, path: PathPlan
+) -> tuple[Placement, tuple[DeviceLoad, ...]]:
+    layout = weights_layout(spec, path.quant or spec.available_quants[-1])
+    if path.path is PathName.CPU:
+        placement = uniform_placement(spec.geometry, rig, s, CPU)
+    else:
+        ids = [int(d.split(":")[1]) for d in path.devices if d != CPU]
+        placement = auto_place(
+            spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=ids
+        )
+    return placement, device_loads(placement, spec.geometry, layout, rig, s)

@@ -1,0 +1,322 @@
+"""Per-layer device placement: an execution plan with one entry per placeable unit.
+
+Units are the input embedding, each block and the output head (the idea of `graph.go`'s
+ExecutionPlan). `auto_place` reproduces llama.cpp's `-ngl` / `--tensor-split` rule
+(src/llama-model.cpp, load_tensors): n_layer + 1 slots, the head being the last; slots
+from n_layer + 1 - ngl upward go to the GPUs by cumulative split fractions (default:
+proportional to free memory); the input embedding always stays on the CPU.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+
+from pydantic import Field
+
+from rigspark_gui.core.compute_buffer import device_compute_bytes, host_compute_bytes
+from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.kv_cache import kv_bytes_per_layer
+from rigspark_gui.core.model_spec import Frozen, Geometry
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
+from rigspark_gui.core.weights import WeightsLayout
+
+CPU = "cpu"
+INPUT = "input"
+OUTPUT = "output"
+# Kept free on every device for fragmentation and allocator rounding (plan.rs HEADROOM).
+HEADROOM = 0.05
+
+
+def gpu_device(index: int) -> str:
+    return f"gpu:{index}"
+
+
+def block_id(layer: int) -> str:
+    return f"blk.{layer}"
+
+
+class UnitPlacement(Frozen):
+    unit: str = Field(description="input, blk.N or output")
+    index: int = Field(description="slot order: input -1, blocks 0..n-1, output n")
+    has_attention: bool
+    has_mlp: bool
+    device: str
+    experts_device: str | None = Field(
+        default=None, description="where routed experts live when not with the block"
+    )
+
+
+class Placement(Frozen):
+    """Which device holds each unit, for one request budget (graph.go's ExecutionPlan)."""
+
+    max_context: int
+    kv_block_size: int
+    devices: tuple[str, ...] = Field(description="cpu first, then gpu:N")
+    units: tuple[UnitPlacement, ...]
+
+    def unit(self, unit_id: str) -> UnitPlacement:
+        for u in self.units:
+            if u.unit == unit_id:
+                return u
+        raise InvalidPlacementError(f"no unit {unit_id!r} in this placement")
+
+    @property
+    def blocks(self) -> tuple[UnitPlacement, ...]:
+        return tuple(u for u in self.units if u.unit not in (INPUT, OUTPUT))
+
+    @property
+    def gpu_slots(self) -> int:
+        """llama.cpp's -ngl value when the placement is llama.cpp-shaped."""
+        return sum(1 for u in self.units if u.unit != INPUT and u.device != CPU)
+
+
+class Verdict(StrEnum):
+    FITS = "fits"
+    TIGHT = "tight"
+    OVER = "over"
+
+
+class DeviceLoad(Frozen):
+    device: str
+    name: str
+    units: tuple[str, ...]
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    reserve_bytes: int
+    total_bytes: int
+    capacity_bytes: int
+    verdict: Verdict
+
+    @property
+    def required_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.compute_bytes
+
+    @property
+    def usable_bytes(self) -> int:
+        return max(self.capacity_bytes - self.reserve_bytes, 0)
+
+    @property
+    def over_bytes(self) -> int:
+        return max(self.total_bytes - self.capacity_bytes, 0)
+
+
+def rig_devices(rig: Rig) -> tuple[str, ...]:
+    return (CPU, *(gpu_device(i) for i in range(len(rig.gpus))))
+
+
+def _units(g: Geometry, devices: Sequence[str]) -> tuple[UnitPlacement, ...]:
+    n = g.n_layer
+    out = [UnitPlacement(unit=INPUT, index=-1, has_attention=False, has_mlp=False, device=CPU)]
+    for il in range(n):
+        out.append(
+            UnitPlacement(
+                unit=block_id(il),
+                index=il,
+                has_attention=g.kv_heads(il) > 0 or g.is_mla,
+                has_mlp=bool(g.n_ff or g.is_moe_layer(il)),
+                device=devices[il],
+            )
+        )
+    out.append(
+        UnitPlacement(unit=OUTPUT, index=n, has_attention=False, has_mlp=False, device=devices[n])
+    )
+    return tuple(out)
+
+
+def llama_cpp_slots(
+    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
+) -> list[str]:
+    """Device of each of the n_layer + 1 slots under llama.cpp's -ngl/--tensor-split rule."""
+    if ngl < 0:
+        raise InvalidPlacementError("-ngl cannot be negative")
+    if gpu_ids and len(split) != len(gpu_ids):
+        raise InvalidPlacementError(
+            f"--tensor-split lists {len(split)} values for {len(gpu_ids)} GPUs"
+        )
+    if any(x < 0 for x in split) or (gpu_ids and sum(split) <= 0):
+        raise InvalidPlacementError("--tensor-split needs non-negative values with a positive sum")
+    slots = n_layer + 1
+    start = max(slots - ngl, 0)
+    active = min(ngl, slots) if gpu_ids else 0
+    total = float(sum(split)) if gpu_ids else 1.0
+    bounds: list[float] = []
+    acc = 0.0
+    for x in split:
+        acc += x
+        bounds.append(acc / total)
+    out: list[str] = []
+    for il in range(slots):
+        if il < start or il - start >= active:
+            out.append(CPU)
+            continue
+        k = bisect.bisect_right(bounds, (il - start) / active)
+        out.append(gpu_device(gpu_ids[min(k, len(gpu_ids) - 1)]))
+    return out
+
+
+def auto_place(
+    g: Geometry,
+    rig: Rig,
+    s: PlanSettings,
+    *,
+    ngl: int | None = None,
+    tensor_split: Sequence[float] | None = None,
+    gpu_ids: Sequence[int] | None = None,
+) -> Placement:
+    """llama.cpp's placement: ngl None offloads every slot; split defaults to free memory."""
+    ids = list(range(len(rig.gpus))) if gpu_ids is None else list(gpu_ids)
+    for i in ids:
+        if not 0 <= i < len(rig.gpus):
+            raise InvalidPlacementError(f"there is no GPU {i} in this rig")
+    if tensor_split is None:
+        split = [float(max(rig.gpus[i].memory_bytes, 1)) for i in ids]
+    else:
+        split = [float(x) for x in tensor_split]
+    n_gpu = g.n_layer + 1 if ngl is None else ngl
+    slots = llama_cpp_slots(g.n_layer, n_gpu if ids else 0, split, ids)
+    return Placement(
+        max_context=s.context,
+        kv_block_size=16 if s.backend is Backend.VLLM else KV_PAD,
+        devices=rig_devices(rig),
+        units=_units(g, slots),
+    )
+
+
+def uniform_placement(g: Geometry, rig: Rig, s: PlanSettings, device: str) -> Placement:
+    devices = rig_devices(rig)
+    if device not in devices:
+        raise InvalidPlacementError(f"no device {device!r} in this rig")
+    return Placement(
+        max_context=s.context,
+        kv_block_size=16 if s.backend is Backend.VLLM else KV_PAD,
+        devices=devices,
+        units=_units(g, [device] * (g.n_layer + 1)),
+    )
+
+
+def _check_move(placement: Placement, unit_ids: Iterable[str], device: str) -> set[str]:
+    if device not in placement.devices:
+        raise InvalidPlacementError(f"no device {device!r} in this rig")
+    ids = set(unit_ids)
+    known = {u.unit for u in placement.units}
+    unknown = sorted(ids - known)
+    if unknown:
+        raise InvalidPlacementError(f"no unit {unknown[0]!r} in this placement")
+    if INPUT in ids and device != CPU:
+        raise InvalidPlacementError(
+            "the input embedding always stays on the CPU (llama.cpp keeps it there)"
+        )
+    return ids
+
+
+def move_layers(placement: Placement, unit_ids: Iterable[str], device: str) -> Placement:
+    """A new placement with `unit_ids` (and their experts) on `device`."""
+    ids = _check_move(placement, unit_ids, device)
+    units = tuple(
+        u.model_copy(update={"device": device, "experts_device": None}) if u.unit in ids else u
+        for u in placement.units
+    )
+    return placement.model_copy(update={"units": units})
+
+
+def move_experts(placement: Placement, unit_ids: Iterable[str], device: str | None) -> Placement:
+    """Send the routed experts of blocks to `device` (None: back with their block)."""
+    ids = _check_move(placement, unit_ids, device or CPU)
+    if ids & {INPUT, OUTPUT}:
+        raise InvalidPlacementError("only blocks have experts")
+    units = tuple(
+        u.model_copy(update={"experts_device": None if device == u.device else device})
+        if u.unit in ids
+        else u
+        for u in placement.units
+    )
+    return placement.model_copy(update={"units": units})
+
+
+def device_name(rig: Rig, device: str) -> str:
+    if device == CPU:
+        return rig.cpu.name
+    return rig.gpus[int(device.split(":")[1])].name
+
+
+def device_capacity(rig: Rig, device: str) -> tuple[int, int]:
+    """(memory a plan may use before reserve, reserve) of one device."""
+    if device == CPU:
+        return rig.ram_usable_bytes, 0
+    gpu = rig.gpus[int(device.split(":")[1])]
+    return gpu.memory_bytes, gpu.reserve_bytes
+
+
+def verdict(total: int, capacity: int, reserve: int) -> Verdict:
+    if total > capacity:
+        return Verdict.OVER
+    if total - reserve > (capacity - reserve) * (1 - HEADROOM):
+        return Verdict.TIGHT
+    return Verdict.FITS
+
+
+def device_loads(
+    placement: Placement,
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    kv_layers: Sequence[int] | None = None,
+) -> tuple[DeviceLoad, ...]:
+    """Weights, KV, compute and reserve on every device of the rig under `placement`."""
+    kv = kv_layers if kv_layers is not None else kv_bytes_per_layer(g, s)
+    weights: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    kv_b: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    units: dict[str, list[str]] = {d: [] for d in placement.devices}
+    layers_on: dict[str, list[int]] = {d: [] for d in placement.devices}
+    output_dev = CPU
+    for u in placement.units:
+        units[u.device].append(u.unit)
+        if u.unit == INPUT:
+            weights[u.device] += layout.input_bytes
+        elif u.unit == OUTPUT:
+            output_dev = u.device
+            weights[u.device] += layout.output_bytes
+            if u.device != CPU:
+                weights[u.device] += layout.tied_head_bytes
+        else:
+            il = u.index
+            experts = layout.block_expert_bytes[il]
+            if u.experts_device is not None and u.experts_device != u.device:
+                weights[u.device] += layout.block_bytes[il] - experts
+                weights[u.experts_device] += experts
+            else:
+                weights[u.device] += layout.block_bytes[il]
+            kv_b[u.device] += kv[il]
+            layers_on[u.device].append(il)
+    any_gpu = any(u.device != CPU for u in placement.units)
+    loads = []
+    for d in placement.devices:
+        if d not in weights:
+            continue
+        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d)
+        if d == CPU and any_gpu:
+            compute = max(compute, host_compute_bytes(g, s))
+        capacity, reserve = device_capacity(rig, d)
+        # an idle GPU is not initialised by the backend: no context, no reserve
+        reserve_used = 0 if d != CPU and not units[d] else reserve
+        total = weights[d] + kv_b[d] + compute + reserve_used
+        loads.append(
+            DeviceLoad(
+                device=d,
+                name=device_name(rig, d),
+                units=tuple(units[d]),
+                weights_bytes=weights[d],
+                kv_bytes=kv_b[d],
+                compute_bytes=compute,
+                reserve_bytes=reserve_used,
+                total_bytes=total,
+                capacity_bytes=capacity,
+                verdict=verdict(total, capacity, reserve_used),
+            )
+        )
+    return tuple(loads)

@@ -1,0 +1,191 @@
+"""One plan: every path, the recommended placement with its per-device loads, and the
+KV-precision comparison. The single entry point the GUI, the CLI and reports share."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from pydantic import Field
+
+from rigspark_gui.core.errors import InvalidSettingsError
+from rigspark_gui.core.fit import FitEvaluator
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.kv_cache import kv_bytes_per_token, kv_total_bytes
+from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
+from rigspark_gui.core.paths import (
+    PLAN_SCHEMA_VERSION,
+    PathCandidate,
+    PathName,
+    PathPlan,
+    _measure,
+    _slots_for,
+    candidate_paths,
+    plan_path,
+    recommended_placement,
+)
+from rigspark_gui.core.placement import DeviceLoad, Placement
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
+from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.weights import weights_layout
+
+LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
+COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (
+    *((k, k) for k in LLAMA_KV_TYPES),
+    (KvCacheType.F16, KvCacheType.Q8_0),
+    (KvCacheType.Q8_0, KvCacheType.Q4_0),
+    (KvCacheType.F16, KvCacheType.Q4_0),
+)
+VLLM_KV_PAIRS = ((KvCacheType.F16, KvCacheType.F16), (KvCacheType.FP8, KvCacheType.FP8))
+
+
+class KvPathLimit(Frozen):
+    path: PathName
+    quant: str | None
+    max_context: int = Field(description="largest context that fits (0: none), step 256")
+
+
+class KvComparisonRow(Frozen):
+    kv_k: KvCacheType
+    kv_v: KvCacheType
+    flash_attn: bool = Field(description="flash attention this pair needs or uses")
+    bytes_per_token: int
+    kv_bytes: int = Field(description="KV cache at the plan's context")
+    limits: tuple[KvPathLimit, ...]
+
+
+class Plan(Frozen):
+    schema_version: int = PLAN_SCHEMA_VERSION
+    model_id: str
+    model_name: str
+    rig_name: str
+    unified_memory: bool
+    settings: PlanSettings
+    paths: tuple[PathPlan, ...]
+    recommended: PathName | None
+    placement: Placement | None = Field(description="the recommended (or nearest) path's")
+    device_loads: tuple[DeviceLoad, ...]
+    kv_comparison: tuple[KvComparisonRow, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _validate(spec: ModelSpec, s: PlanSettings) -> None:
+    if s.quant is not None:
+        require_quant(spec, s.quant)
+    if s.kv_v.quantized and not s.flash_attn and s.backend.ggml_based:
+        raise InvalidSettingsError(
+            f"a quantized V cache ({s.kv_v.value}) needs flash attention: turn it on"
+        )
+
+
+def plan(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    perf: PerfProfile,
+    *,
+    kv_pairs: str = "none",
+) -> Plan:
+    """Plan every path. kv_pairs: "none", "common" or "all" for the KV comparison."""
+    _validate(spec, s)
+    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
+        spec.cpu_only_quants
+    )
+    results = [plan_path(spec, rig, s, perf, c) for c in candidate_paths(rig, cpu_only)]
+    paths = tuple(r[0] for r in results)
+    recommended = next((p for p in paths if p.fits), None)
+    shown = recommended or paths[0]
+    placement, loads = recommended_placement(spec, rig, s, shown)
+    notes: list[str] = []
+    g = spec.geometry
+    if s.context > g.context_length:
+        notes.append(f"context {s.context} exceeds the model's trained context {g.context_length}")
+    if not rig.gpus:
+        notes.append("no GPU in this rig: only the CPU path is planned")
+    comparison: tuple[KvComparisonRow, ...] = ()
+    if kv_pairs != "none":
+        comparison = kv_comparison(spec, rig, s, paths, all_pairs=kv_pairs == "all")
+    return Plan(
+        model_id=spec.id,
+        model_name=spec.name,
+        rig_name=rig.name,
+        unified_memory=rig.unified_memory,
+        settings=s,
+        paths=paths,
+        recommended=recommended.path if recommended else None,
+        placement=placement,
+        device_loads=loads,
+        kv_comparison=comparison,
+        notes=tuple(notes),
+    )
+
+
+def _fits_at(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> bool:
+    ev = FitEvaluator(spec.geometry, weights_layout(spec, quant), rig, s)
+    slots, _, _ = _slots_for(ev, cand)
+    return _measure(ev.tally(slots), cand)[0]
+
+
+def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:
+    """Largest context (a multiple of 256, up to the trained context) that fits."""
+    top = spec.geometry.context_length // KV_PAD
+    lo, hi = 0, top
+    if top == 0:
+        return 0
+    if _fits_at(spec, rig, s.model_copy(update={"context": top * KV_PAD}), cand, quant):
+        return top * KV_PAD
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _fits_at(spec, rig, s.model_copy(update={"context": mid * KV_PAD}), cand, quant):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * KV_PAD
+
+
+def kv_comparison(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    paths: tuple[PathPlan, ...],
+    *,
+    all_pairs: bool = False,
+) -> tuple[KvComparisonRow, ...]:
+    if s.backend is Backend.VLLM:
+        pairs: tuple[tuple[KvCacheType, KvCacheType], ...] = VLLM_KV_PAIRS
+    elif all_pairs:
+        pairs = tuple(product(LLAMA_KV_TYPES, LLAMA_KV_TYPES))
+    else:
+        pairs = COMMON_KV_PAIRS
+    cpu_only = not any(p.path is not PathName.CPU for p in paths)
+    cands = {c.name: c for c in candidate_paths(rig, cpu_only)}
+    rows = []
+    g = spec.geometry
+    for k, v in pairs:
+        fa = s.flash_attn or (v.quantized and s.backend.ggml_based)
+        s2 = s.model_copy(update={"kv_k": k, "kv_v": v, "flash_attn": fa})
+        try:
+            per_token = kv_bytes_per_token(g, k, v)
+        except InvalidSettingsError:
+            continue  # rows not a multiple of the block (rare head sizes)
+        limits = []
+        for p in paths:
+            quant = p.quant or spec.available_quants[-1]
+            limits.append(
+                KvPathLimit(
+                    path=p.path,
+                    quant=quant,
+                    max_context=max_context(spec, rig, s2, cands[p.path], quant),
+                )
+            )
+        rows.append(
+            KvComparisonRow(
+                kv_k=k,
+                kv_v=v,
+                flash_attn=fa,
+                bytes_per_token=per_token,
+                kv_bytes=kv_total_bytes(g, s2),
+                limits=tuple(limits),
+            )
+        )
+    return tuple(rows)

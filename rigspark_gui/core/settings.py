@@ -1,0 +1,74 @@
+"""The knobs of one plan: context, KV types, flash attention, sequences, backend."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field, model_validator
+
+from rigspark_gui.core.errors import InvalidSettingsError
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model_spec import Frozen
+
+MAX_CONTEXT = 1 << 24  # 16 M tokens: beyond any model's trained context
+KV_PAD = 256  # llama.cpp pads the KV cache size to a multiple of 256 cells
+DEFAULT_UBATCH = 512  # llama.cpp's default n_ubatch
+
+
+class Backend(StrEnum):
+    LLAMA_CPP = "llama.cpp"
+    OLLAMA = "ollama"
+    LM_STUDIO = "lm-studio"
+    VLLM = "vllm"
+    MLX = "mlx"
+
+    @property
+    def ggml_based(self) -> bool:
+        """Ollama and LM Studio run llama.cpp underneath: same allocator, same figures."""
+        return self in (Backend.LLAMA_CPP, Backend.OLLAMA, Backend.LM_STUDIO)
+
+
+class PlanSettings(Frozen):
+    context: int = Field(default=8192, ge=1, le=MAX_CONTEXT)
+    kv_k: KvCacheType = KvCacheType.F16
+    kv_v: KvCacheType = KvCacheType.F16
+    flash_attn: bool = False
+    parallel: int = Field(default=1, ge=1, le=256, description="sequences served at once")
+    backend: Backend = Backend.LLAMA_CPP
+    n_ubatch: int = Field(default=DEFAULT_UBATCH, ge=1, le=65536)
+    swa_full: bool = Field(
+        default=False, description="size sliding-window layers at the full context"
+    )
+    quant: str | None = Field(default=None, description="fixed quantization, or None = best")
+    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_CONTEXT, description="for prefill")
+
+    @model_validator(mode="after")
+    def _check(self) -> PlanSettings:
+        ggml = self.backend.ggml_based or self.backend is Backend.MLX
+        if ggml and (self.kv_k is KvCacheType.FP8 or self.kv_v is KvCacheType.FP8):
+            raise InvalidSettingsError("the fp8 KV cache is a vLLM option; llama.cpp has none")
+        if self.backend is Backend.VLLM and not (
+            self.kv_k == self.kv_v
+            and self.kv_k in (KvCacheType.F16, KvCacheType.BF16, KvCacheType.FP8, KvCacheType.F32)
+        ):
+            raise InvalidSettingsError(
+                "vLLM's KV cache is one type for K and V: auto (f16/bf16) or fp8"
+            )
+        if self.kv_v.quantized and not self.flash_attn and ggml:
+            raise InvalidSettingsError(
+                f"a quantized V cache ({self.kv_v.value}) needs flash attention "
+                "(llama.cpp refuses it otherwise): turn flash attention on"
+            )
+        return self
+
+
+def make_settings(**values: object) -> PlanSettings:
+    """PlanSettings from loose values, raising the user-facing InvalidSettingsError."""
+    from pydantic import ValidationError
+
+    from rigspark_gui.core.errors import validation_message
+
+    try:
+        return PlanSettings.model_validate(values)
+    except ValidationError as err:
+        raise InvalidSettingsError(validation_message(err)) from None

@@ -1,0 +1,33 @@
+"""Display helpers: bytes stay integers everywhere else and become GiB only here."""
+
+from __future__ import annotations
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def gib(n_bytes: float, digits: int = 1) -> str:
+    return f"{n_bytes / GIB:.{digits}f} GiB"
+
+
+def human_bytes(n_bytes: float) -> str:
+    if abs(n_bytes) >= GIB:
+        return f"{n_bytes / GIB:.2f} GiB"
+    if abs(n_bytes) >= MIB:
+        return f"{n_bytes / MIB:.1f} MiB"
+    if abs(n_bytes) >= 1024:
+        return f"{n_bytes / 1024:.1f} KiB"
+    return f"{int(n_bytes)} B"
+
+
+def tokens(n: int) -> str:
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}K"
+    return str(n)
+
+
+def tok_s_range(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "unknown"
+    digits = 0 if low >= 10 else 1
+    return f"{low:.{digits}f}-{high:.{digits}f} tok/s"

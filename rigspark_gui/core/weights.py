@@ -1,0 +1,227 @@
+"""Weights of a model, grouped into the units llama.cpp places: input, blocks, output.
+
+With a GGUF header the real tensors are summed. Catalog models are synthesized tensor
+by tensor from their geometry (tensor names and shapes as llama.cpp's converter writes
+them) and typed with llama-quantize's recipe (`quant_recipe`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+
+from rigspark_gui.core.model_spec import (
+    Frozen,
+    Geometry,
+    ModelSpec,
+    TensorGroup,
+    TensorInfo,
+    require_quant,
+)
+from rigspark_gui.core.quant_recipe import RecipeContext, choose_type, quantizable
+
+GGUF_ALIGNMENT = 32  # general.alignment default: every tensor's data starts on it
+_UNGATED_FFN = frozenset({"falcon", "starcoder2", "gpt2", "phi2", "bloom", "mpt"})
+_FUSED_QKV = frozenset({"phi3", "falcon", "bloom", "mpt", "gpt2", "phi2"})
+_QKV_BIAS = frozenset({"qwen2", "qwen2moe", "starcoder2", "falcon", "gpt-oss"})
+_QK_NORM = frozenset({"qwen3", "qwen3moe", "gemma3", "olmo2", "olmoe", "cohere2", "glm4moe"})
+_POST_NORMS = frozenset({"gemma2", "gemma3", "olmo2", "glm4"})
+
+
+def _pad(n: int) -> int:
+    return -(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+
+
+class WeightsLayout(Frozen):
+    """Bytes per placeable unit, as stored (each tensor padded to the GGUF alignment)."""
+
+    quant: str
+    input_bytes: int = Field(ge=0, description="token embeddings (always on the CPU)")
+    output_bytes: int = Field(ge=0, description="output norm and head (the last slot)")
+    tied_head_bytes: int = Field(
+        ge=0, description="tied embeddings: the token table loaded again as the head off the CPU"
+    )
+    block_bytes: tuple[int, ...]
+    block_expert_bytes: tuple[int, ...] = Field(description="routed-expert share of each block")
+    expert_fraction_active: float = Field(ge=0, le=1, description="n_expert_used / n_expert")
+    n_params: int = Field(ge=0)
+    n_active_params: int = Field(ge=0, description="parameters read per token (MoE: active)")
+    tensor_types: dict[str, int] = Field(description="bytes per ggml type, for display")
+
+    @property
+    def total_bytes(self) -> int:
+        return self.input_bytes + self.output_bytes + sum(self.block_bytes)
+
+    def block_read_bytes(self, layer: int) -> float:
+        """Bytes one decode step reads from a block: dense part plus active experts."""
+        experts = self.block_expert_bytes[layer]
+        return self.block_bytes[layer] - experts + experts * self.expert_fraction_active
+
+
+def _block_tensors(g: Geometry, il: int) -> list[tuple[str, tuple[int, ...]]]:
+    """Names and ggml shapes (ne0 first) of one block's tensors before typing."""
+    e, arch = g.n_embd, g.architecture
+    hk, hv = g.head_dim_k, g.head_dim_v
+    kv = g.kv_heads(il)
+    p = f"blk.{il}."
+    out: list[tuple[str, tuple[int, ...]]] = [(p + "attn_norm.weight", (e,))]
+    if il in g.recurrent_layers:
+        pass
+    elif g.is_mla:
+        rank = g.kv_lora_rank or 0
+        rope = g.rope_head_dim or 0
+        nope = hk - rope
+        if g.q_lora_rank:
+            out += [
+                (p + "attn_q_a.weight", (e, g.q_lora_rank)),
+                (p + "attn_q_a_norm.weight", (g.q_lora_rank,)),
+                (p + "attn_q_b.weight", (g.q_lora_rank, g.n_head * hk)),
+            ]
+        else:
+            out.append((p + "attn_q.weight", (e, g.n_head * hk)))
+        out += [
+            (p + "attn_kv_a_mqa.weight", (e, rank + rope)),
+            (p + "attn_kv_a_norm.weight", (rank,)),
+            (p + "attn_kv_b.weight", (rank, g.n_head * (nope + hv))),
+            (p + "attn_output.weight", (g.n_head * hv, e)),
+        ]
+    elif kv > 0:
+        q, k, v = g.n_head * hk, kv * hk, kv * hv
+        if arch in _FUSED_QKV:
+            out.append((p + "attn_qkv.weight", (e, q + k + v)))
+        else:
+            out += [
+                (p + "attn_q.weight", (e, q)),
+                (p + "attn_k.weight", (e, k)),
+                (p + "attn_v.weight", (e, v)),
+            ]
+        if arch in _QKV_BIAS:
+            out += [(p + "attn_q.bias", (q,)), (p + "attn_k.bias", (k,)), (p + "attn_v.bias", (v,))]
+        if arch in _QK_NORM:
+            out += [(p + "attn_q_norm.weight", (hk,)), (p + "attn_k_norm.weight", (hk,))]
+        if arch == "gpt-oss":
+            out += [(p + "attn_sinks.weight", (g.n_head,)), (p + "attn_output.bias", (e,))]
+        out.append((p + "attn_output.weight", (g.n_head * hv, e)))
+    if arch in _POST_NORMS:
+        out += [(p + "post_attention_norm.weight", (e,)), (p + "post_ffw_norm.weight", (e,))]
+    out.append((p + "ffn_norm.weight", (e,)))
+    if g.is_moe_layer(il):
+        n, f = g.n_expert, g.n_ff_expert
+        out += [
+            (p + "ffn_gate_inp.weight", (e, n)),
+            (p + "ffn_gate_exps.weight", (e, f, n)),
+            (p + "ffn_up_exps.weight", (e, f, n)),
+            (p + "ffn_down_exps.weight", (f, e, n)),
+        ]
+        if g.n_shared_expert and g.n_ff_shared_expert:
+            fs = g.n_ff_shared_expert
+            out += [
+                (p + "ffn_gate_shexp.weight", (e, fs)),
+                (p + "ffn_up_shexp.weight", (e, fs)),
+                (p + "ffn_down_shexp.weight", (fs, e)),
+            ]
+    elif g.n_ff:
+        if arch not in _UNGATED_FFN:
+            out.append((p + "ffn_gate.weight", (e, g.n_ff)))
+        out += [(p + "ffn_up.weight", (e, g.n_ff)), (p + "ffn_down.weight", (g.n_ff, e))]
+    return out
+
+
+def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
+    """The tensor list a llama.cpp conversion + llama-quantize at `ftype` would produce."""
+    raw: list[tuple[str, tuple[int, ...], TensorGroup, int | None]] = [
+        ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None)
+    ]
+    for il in range(g.n_layer):
+        raw += [(n, s, TensorGroup.BLOCK, il) for n, s in _block_tensors(g, il)]
+    raw.append(("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None))
+    if not g.tied_embeddings:
+        raw.append(("output.weight", (g.n_embd, g.n_vocab), TensorGroup.OUTPUT, None))
+
+    ctx = RecipeContext(
+        architecture=g.architecture,
+        n_gqa=g.n_head // max(g.n_head_kv, 1),
+        n_expert=g.n_expert,
+        n_attention_wv=sum(1 for n, *_ in raw if "attn_v.weight" in n),
+        n_ffn_down=sum(1 for n, *_ in raw if "ffn_down" in n),
+        is_70b=g.n_layer == 80 and g.architecture in ("llama", "qwen2"),
+        has_output=not g.tied_embeddings,
+    )
+    i_wv = i_down = 0
+    tensors: list[TensorInfo] = []
+    for name, shape, group, layer in raw:
+        if quantizable(name, len(shape)):
+            t = choose_type(ftype, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, layer)
+        else:
+            t = "F32"
+        if "attn_v.weight" in name:
+            i_wv += 1
+        if "ffn_down" in name:
+            i_down += 1
+        tensors.append(
+            TensorInfo(
+                name=name, type=t, shape=shape, group=group, layer=layer, expert="_exps" in name
+            )
+        )
+    return tuple(tensors)
+
+
+def layout_from_tensors(g: Geometry, tensors: tuple[TensorInfo, ...], quant: str) -> WeightsLayout:
+    blocks = [0] * g.n_layer
+    experts = [0] * g.n_layer
+    input_b = output_b = 0
+    n_params = n_expert_params = 0
+    types: dict[str, int] = {}
+    for t in tensors:
+        b = _pad(t.n_bytes)
+        types[t.type] = types.get(t.type, 0) + t.n_bytes
+        n_params += t.n_elements
+        if t.group is TensorGroup.INPUT:
+            input_b += b
+        elif t.group is TensorGroup.OUTPUT or t.layer is None:
+            output_b += b
+        else:
+            blocks[t.layer] += b
+            if t.expert:
+                experts[t.layer] += b
+                n_expert_params += t.n_elements
+    tied = not any(t.name == "output.weight" for t in tensors)
+    embd = next((t for t in tensors if t.name == "token_embd.weight"), None)
+    # Tied: llama.cpp loads the token table a second time as the head (TENSOR_DUPLICATED);
+    # it costs memory only where the head is not the memory-mapped file itself.
+    tied_head = _pad(embd.n_bytes) if tied and embd is not None else 0
+    frac = g.n_expert_used / g.n_expert if g.n_expert else 1.0
+    active = n_params - n_expert_params + round(n_expert_params * frac)
+    if embd is not None:
+        active -= embd.n_elements  # a lookup, not a matmul: one row is read per token
+    return WeightsLayout(
+        quant=quant,
+        input_bytes=input_b,
+        output_bytes=output_b,
+        tied_head_bytes=tied_head,
+        block_bytes=tuple(blocks),
+        block_expert_bytes=tuple(experts),
+        expert_fraction_active=frac,
+        n_params=n_params,
+        n_active_params=max(active, 0),
+        tensor_types=types,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
+    return layout_from_tensors(g, synthesize_tensors(g, quant), quant)
+
+
+def weights_layout(spec: ModelSpec, quant: str) -> WeightsLayout:
+    require_quant(spec, quant)
+    if spec.tensors is not None:
+        return layout_from_tensors(spec.geometry, spec.tensors, quant)
+    return _synth_layout(spec.geometry, quant)
+
+
+def file_bytes_estimate(layout: WeightsLayout, g: Geometry) -> int:
+    """GGUF file size: tensor data plus a header dominated by the tokenizer vocabulary
+    (token text, score and type per entry: ~24 bytes on average for BPE vocabularies)."""
+    return layout.total_bytes + g.n_vocab * 24 + (1 << 20)

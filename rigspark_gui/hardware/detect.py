@@ -1,0 +1,180 @@
+"""Turn this machine into a `Rig`: every probe bounded in time and never fatal.
+
+The probes run side by side in daemon threads. A probe that raises or outlives the
+timeout becomes a note on the rig; a daemon thread is used because a call stuck inside
+a driver cannot be cancelled and must not keep the application from exiting.
+
+The GPU database lives in `catalog`, which this layer may not import (the import-linter
+layers contract keeps hardware and catalog independent), so it is passed in and only
+its shape is known here.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Protocol, TypeVar
+
+from rigspark_gui.core.rig import Basis, Cpu, Gpu, Provenance, Rig
+from rigspark_gui.hardware import amd, apple, bandwidth_probe, cpu, nvidia
+
+T = TypeVar("T")
+
+
+class GpuFiller(Protocol):
+    """What detection needs from the GPU database (`catalog.gpu_database.GpuDatabase`)."""
+
+    def fill_with_note(self, gpu: Gpu) -> tuple[Gpu, str | None]: ...
+
+    def name_for_pci(self, vendor_id: int, device_id: int) -> str | None: ...
+
+
+@dataclass
+class _Outcome(Generic[T]):
+    value: T | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class _Probe(Generic[T]):
+    def __init__(self, label: str, fn: Callable[[], T]) -> None:
+        self.label = label
+        self._fn = fn
+        self._outcome: _Outcome[T] = _Outcome()
+        self._thread = threading.Thread(
+            target=self._run, name=f"rigspark-probe-{label}", daemon=True
+        )
+
+    def _run(self) -> None:
+        try:
+            self._outcome.value = self._fn()
+        except BaseException as exc:  # a probe must never take detection down
+            self._outcome.error = exc
+        finally:
+            self._outcome.done = True
+
+    def start(self) -> _Probe[T]:
+        self._thread.start()
+        return self
+
+    def result(self, deadline: float, timeout_s: float, notes: list[str]) -> T | None:
+        self._thread.join(max(deadline - time.monotonic(), 0.0))
+        if not self._outcome.done:
+            notes.append(f"{self.label} probe timed out after {timeout_s:g} s")
+            return None
+        if self._outcome.error is not None:
+            err = self._outcome.error
+            notes.append(f"{self.label} probe failed: {str(err) or type(err).__name__}")
+            return None
+        return self._outcome.value
+
+
+def detect(
+    *,
+    database: GpuFiller | None = None,
+    timeout_s: float = 5.0,
+    models_dir: Path | None = None,
+    probe_bandwidth: bool = False,
+    system: str | None = None,
+    sysfs_root: Path = Path("/sys"),
+) -> Rig:
+    """Detect GPUs, CPU, RAM and disk; fill GPU figures from `database` when given.
+
+    `system` (as `platform.system()` names it) and `sysfs_root` exist for tests.
+    """
+    system = system or platform.system()
+    notes: list[str] = []
+    name_for_pci = database.name_for_pci if database is not None else None
+
+    nvidia_probe = _Probe("NVIDIA", nvidia.probe_nvidia).start()
+    cpu_probe = _Probe("CPU", lambda: cpu.probe_cpu(models_dir, system=system)).start()
+    sysfs_probe = (
+        _Probe(
+            "AMD/Intel", lambda: amd.probe_sysfs_gpus(sysfs_root, name_for_pci=name_for_pci)
+        ).start()
+        if system == "Linux"
+        else None
+    )
+    apple_probe = _Probe("Apple", apple.probe_apple).start() if system == "Darwin" else None
+    bandwidth = (
+        _Probe("RAM bandwidth", bandwidth_probe.measure_ram_bandwidth).start()
+        if probe_bandwidth
+        else None
+    )
+
+    deadline = time.monotonic() + timeout_s
+    gpus: list[Gpu] = []
+    nv = nvidia_probe.result(deadline, timeout_s, notes)
+    if nv is not None:
+        gpus.extend(nv.gpus)
+        notes.extend(nv.notes)
+    if sysfs_probe is not None:
+        sysfs = sysfs_probe.result(deadline, timeout_s, notes)
+        if sysfs is not None:
+            gpus.extend(sysfs.gpus)
+            notes.extend(sysfs.notes)
+    unified_memory = False
+    if apple_probe is not None:
+        mac = apple_probe.result(deadline, timeout_s, notes)
+        if mac is not None:
+            notes.extend(mac.notes)
+            if mac.gpu is not None:
+                gpus.append(mac.gpu)
+                unified_memory = True
+
+    if database is not None:
+        filled: list[Gpu] = []
+        for gpu in gpus:
+            gpu, note = database.fill_with_note(gpu)
+            filled.append(gpu)
+            if note and note not in notes:
+                notes.append(note)
+        gpus = filled
+
+    host = cpu_probe.result(deadline, timeout_s, notes)
+    bw = bandwidth.result(deadline, timeout_s, notes) if bandwidth is not None else None
+
+    rig_prov: dict[str, Provenance] = {}
+    if host is not None:
+        cpu_model = host.cpu
+        if bw is not None:
+            cpu_model = cpu_model.model_copy(
+                update={
+                    "memory_bandwidth_gbps": bw.bandwidth_gbps,
+                    "provenance": {**cpu_model.provenance, "memory_bandwidth_gbps": bw.provenance},
+                }
+            )
+        rig_prov.update(host.provenance)
+        notes.extend(host.notes)
+        ram_total = host.ram_total_bytes
+        ram_available = host.ram_available_bytes
+        disk_free = host.disk_free_bytes
+    else:
+        cpu_model = Cpu()
+        ram_total = ram_available = disk_free = None
+    if ram_total is None:
+        # Rig requires a number; 0 with an unknown basis tells the planner not to trust it.
+        rig_prov["ram_total_bytes"] = Provenance(basis=Basis.UNKNOWN, source="not detected")
+        notes.append("RAM size could not be detected")
+    if unified_memory:
+        rig_prov["unified_memory"] = Provenance(basis=Basis.MEASURED, source="Apple silicon")
+
+    return Rig(
+        name="This machine",
+        gpus=tuple(gpus),
+        ram_total_bytes=ram_total or 0,
+        ram_available_bytes=ram_available if ram_total else None,
+        cpu=cpu_model,
+        disk_free_bytes=disk_free,
+        unified_memory=unified_memory,
+        notes=tuple(notes),
+        provenance=rig_prov,
+    )
+
+
+def to_json(rig: Rig) -> str:
+    return rig.model_dump_json(indent=2)

@@ -1,0 +1,1 @@
+"""Plan reports: one model of a plan, several writers (text, HTML, PDF, Markdown, JSON)."""

@@ -1,0 +1,97 @@
+"""The plain-text plan the CLI prints (and the clipboard gets)."""
+
+from __future__ import annotations
+
+from rigspark_gui.core.paths import PathName, PathPlan
+from rigspark_gui.core.placement import DeviceLoad, Placement
+from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.units import gib, human_bytes, tok_s_range, tokens
+
+
+def path_label(p: PathPlan) -> str:
+    if p.path is PathName.GPU:
+        return "gpu (1 GPU)"
+    if p.path is PathName.MULTI_GPU:
+        return f"multi-gpu ({p.gpu_count} GPUs)"
+    return p.path.value
+
+
+def path_summary(p: PathPlan) -> str:
+    if p.fits:
+        text = f"fits {p.quant} using {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
+        if p.path is PathName.CPU_OFFLOAD and p.ngl is not None:
+            text += f" (-ngl {p.ngl})"
+    elif p.shortfall_bytes is not None:
+        text = f"does not fit at {p.quant}; needs {gib(p.shortfall_bytes)} more usable memory"
+    else:
+        text = f"does not fit ({p.reason.value if p.reason else 'unknown'})"
+    if p.fits:
+        speed = tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+        if p.throughput.known:
+            text += f"; {speed} estimated"
+        else:
+            text += f"; speed {p.throughput.basis}"
+        if p.reason is not None:
+            text += f" ({p.reason.value}: file larger than free disk)"
+    return text
+
+
+def format_plan(plan: Plan) -> str:
+    s = plan.settings
+    kv = s.kv_k.value if s.kv_k == s.kv_v else f"K {s.kv_k.value} / V {s.kv_v.value}"
+    head = (
+        f"Plan for {plan.model_name} ({tokens(s.context)} context, KV {kv}, "
+        f"flash attention {'on' if s.flash_attn else 'off'}, {s.parallel} seq, "
+        f"{s.backend.value}{', unified memory' if plan.unified_memory else ''})"
+    )
+    lines = [head, ""]
+    for note in plan.notes:
+        lines.append(f"Note: {note}")
+    if plan.notes:
+        lines.append("")
+    for p in plan.paths:
+        badge = "  <- recommended" if plan.recommended is p.path else ""
+        lines.append(f"  {path_label(p):<22} {path_summary(p)}{badge}")
+    lines.append("")
+    if plan.recommended is not None:
+        lines.append(f"Recommended path: {plan.recommended.value}")
+    else:
+        lines.append("No path fits this model at this context.")
+    if plan.device_loads:
+        lines += ["", format_loads(plan.device_loads)]
+    if plan.kv_comparison:
+        lines += ["", "KV cache precision (memory at this context; largest context per path):"]
+        for row in plan.kv_comparison:
+            pair = row.kv_k.value if row.kv_k == row.kv_v else f"{row.kv_k.value}/{row.kv_v.value}"
+            limits = ", ".join(f"{lim.path.value} {tokens(lim.max_context)}" for lim in row.limits)
+            lines.append(f"  {pair:<14} {gib(row.kv_bytes, 2):>10}   {limits}")
+    return "\n".join(lines)
+
+
+def format_loads(loads: tuple[DeviceLoad, ...]) -> str:
+    rows = ["Per device:      weights        KV   compute   reserve     total  capacity"]
+    for d in loads:
+        rows.append(
+            f"  {d.device:<8} {human_bytes(d.weights_bytes):>10} {human_bytes(d.kv_bytes):>9}"
+            f" {human_bytes(d.compute_bytes):>9} {human_bytes(d.reserve_bytes):>9}"
+            f" {human_bytes(d.total_bytes):>9} {human_bytes(d.capacity_bytes):>9}"
+            f"  {d.verdict.value}"
+        )
+    return "\n".join(rows)
+
+
+def format_placement(placement: Placement) -> str:
+    runs: list[tuple[str, str, str]] = []
+    for u in placement.units:
+        if runs and runs[-1][0] == u.device and u.experts_device is None:
+            runs[-1] = (u.device, runs[-1][1], u.unit)
+        else:
+            runs.append((u.device, u.unit, u.unit))
+    lines = ["Placement:"]
+    for dev, first, last in runs:
+        span = first if first == last else f"{first} .. {last}"
+        lines.append(f"  {span:<24} -> {dev}")
+    for u in placement.units:
+        if u.experts_device is not None:
+            lines.append(f"  {u.unit} experts -> {u.experts_device}")
+    return "\n".join(lines)

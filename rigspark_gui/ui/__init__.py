@@ -1,0 +1,1 @@
+"""The window: presentation and interaction only; every answer comes from `core`."""

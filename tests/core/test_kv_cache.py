@@ -1,0 +1,144 @@
+"""KV figures computed by hand from llama.cpp's allocation rule."""
+
+import pytest
+
+from rigspark_gui.core.ggml_types import KvCacheType as K
+from rigspark_gui.core.kv_cache import (
+    kv_bytes_per_layer,
+    kv_bytes_per_token,
+    kv_cells,
+    kv_total_bytes,
+)
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.settings import Backend, PlanSettings
+from tests.conftest import LLAMA_31_8B
+
+KIB = 1024
+
+# Qwen/Qwen2-7B-Instruct/config.json
+QWEN2_7B = Geometry(
+    architecture="qwen2",
+    n_layer=28,
+    n_embd=3584,
+    n_head=28,
+    n_head_kv=4,
+    head_dim_k=128,
+    head_dim_v=128,
+    n_vocab=152064,
+    n_ff=18944,
+    context_length=32768,
+)
+# google/gemma-2-9b-it/config.json: sliding_window 4096, every other layer
+GEMMA2_9B = Geometry(
+    architecture="gemma2",
+    n_layer=42,
+    n_embd=3584,
+    n_head=16,
+    n_head_kv=8,
+    head_dim_k=256,
+    head_dim_v=256,
+    n_vocab=256000,
+    n_ff=14336,
+    tied_embeddings=True,
+    sliding_window=4096,
+    swa_pattern=2,
+    context_length=8192,
+)
+# deepseek-ai/DeepSeek-V2-Lite-Chat/config.json: MLA, kv_lora_rank 512, rope 64
+DEEPSEEK_V2_LITE = Geometry(
+    architecture="deepseek2",
+    n_layer=27,
+    n_embd=2048,
+    n_head=16,
+    n_head_kv=16,
+    head_dim_k=192,
+    head_dim_v=128,
+    n_vocab=102400,
+    n_ff=10944,
+    n_expert=64,
+    n_expert_used=6,
+    n_ff_expert=1408,
+    n_shared_expert=2,
+    n_ff_shared_expert=2816,
+    n_dense_lead=1,
+    kv_lora_rank=512,
+    rope_head_dim=64,
+    context_length=163840,
+)
+
+
+@pytest.mark.parametrize(
+    ("k", "v", "kib"), [(K.F16, K.F16, 128), (K.Q8_0, K.Q8_0, 68), (K.Q4_0, K.Q4_0, 36)]
+)
+def test_llama_31_8b_bytes_per_token(k: K, v: K, kib: int) -> None:
+    assert kv_bytes_per_token(LLAMA_31_8B, k, v) == kib * KIB
+
+
+def test_qwen2_7b_is_56_kib_per_token() -> None:
+    assert kv_bytes_per_token(QWEN2_7B, K.F16, K.F16) == 56 * KIB
+
+
+def test_mixed_k_and_v() -> None:
+    # K q8_0 (1088 B per 1024 values) + V q4_0 (576 B), 32 layers
+    assert kv_bytes_per_token(LLAMA_31_8B, K.Q8_0, K.Q4_0) == (1088 + 576) * 32
+
+
+def test_context_is_padded_to_256_cells() -> None:
+    s = PlanSettings(context=1000)
+    assert kv_cells(LLAMA_31_8B, 0, s) == 1024
+    assert kv_total_bytes(LLAMA_31_8B, s) == 128 * KIB * 1024
+    assert kv_total_bytes(LLAMA_31_8B, PlanSettings(context=1024)) == 128 * KIB * 1024
+    assert kv_total_bytes(LLAMA_31_8B, PlanSettings(context=1025)) == 128 * KIB * 1280
+
+
+def test_sliding_window_layers_hold_window_plus_ubatch() -> None:
+    s = PlanSettings(context=8192)
+    per_layer = kv_bytes_per_layer(GEMMA2_9B, s)
+    row = 2 * 8 * 256 * 2  # K and V, 8 heads of 256, f16
+    # layer 0 slides (0 mod 2 < 1): pad256(4096 * 1 + 512) = 4608 cells
+    assert per_layer[0] == row * 4608
+    assert per_layer[1] == row * 8192
+    assert kv_total_bytes(GEMMA2_9B, s) == 21 * row * 4608 + 21 * row * 8192
+
+
+def test_swa_full_sizes_every_layer_at_the_context() -> None:
+    s = PlanSettings(context=8192, swa_full=True)
+    assert kv_total_bytes(GEMMA2_9B, s) == 42 * 2 * 8 * 256 * 2 * 8192
+
+
+def test_window_grows_with_parallel_sequences() -> None:
+    s = PlanSettings(context=16384, parallel=2)
+    assert kv_cells(GEMMA2_9B.model_copy(update={"context_length": 16384}), 0, s) == 8704
+
+
+def test_small_context_caps_sliding_layers() -> None:
+    assert kv_cells(GEMMA2_9B, 0, PlanSettings(context=512)) == 512
+
+
+def test_mla_stores_only_the_latent() -> None:
+    # 512 latent + 64 rope = 576 f16 values per token per layer, no V
+    assert kv_bytes_per_token(DEEPSEEK_V2_LITE, K.F16, K.F16) == 576 * 2 * 27
+    assert kv_total_bytes(DEEPSEEK_V2_LITE, PlanSettings(context=4096)) == 576 * 2 * 27 * 4096
+
+
+def test_layers_without_kv_are_skipped() -> None:
+    heads = tuple(0 if i % 4 == 3 else 8 for i in range(32))
+    g = LLAMA_31_8B.model_copy(update={"n_head_kv_per_layer": heads})
+    assert kv_bytes_per_token(g, K.F16, K.F16) == 128 * KIB * 24 // 32
+
+
+def test_recurrent_state_scales_with_sequences_not_context() -> None:
+    g = LLAMA_31_8B.model_copy(
+        update={"recurrent_layers": (0, 1), "recurrent_r_values": 3000, "recurrent_s_values": 5000}
+    )
+    a = kv_bytes_per_layer(g, PlanSettings(context=4096, parallel=1))
+    b = kv_bytes_per_layer(g, PlanSettings(context=65536, parallel=1))
+    c = kv_bytes_per_layer(g, PlanSettings(context=4096, parallel=3))
+    assert a[0] == b[0] == 8000 * 4
+    assert c[0] == 8000 * 4 * 3
+    assert a[2] == 4 * KIB * 4096
+
+
+def test_vllm_pages_of_16_tokens_per_request() -> None:
+    s = PlanSettings(context=1000, parallel=2, backend=Backend.VLLM)
+    assert kv_cells(LLAMA_31_8B, 0, s) == 1008 * 2

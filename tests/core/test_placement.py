@@ -1,0 +1,106 @@
+"""llama.cpp's placement rule and the pure placement edits."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.fit import FitEvaluator
+from rigspark_gui.core.placement import (
+    CPU,
+    auto_place,
+    device_loads,
+    llama_cpp_slots,
+    move_experts,
+    move_layers,
+)
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.weights import weights_layout
+from tests.conftest import LLAMA_31_8B, make_rig, spec_of
+
+
+def test_ngl_1_offloads_only_the_output_head() -> None:
+    slots = llama_cpp_slots(32, 1, [1.0], [0])
+    assert slots[32] == "gpu:0"
+    assert set(slots[:32]) == {CPU}
+
+
+def test_ngl_n_leaves_block_0_on_the_cpu() -> None:
+    slots = llama_cpp_slots(32, 32, [1.0], [0])
+    assert slots[0] == CPU and set(slots[1:]) == {"gpu:0"}
+
+
+def test_ngl_0_and_full() -> None:
+    assert set(llama_cpp_slots(32, 0, [1.0], [0])) == {CPU}
+    assert set(llama_cpp_slots(32, 33, [1.0], [0])) == {"gpu:0"}
+    assert set(llama_cpp_slots(32, 999, [1.0], [0])) == {"gpu:0"}
+
+
+def test_tensor_split_3_to_1() -> None:
+    slots = llama_cpp_slots(32, 33, [3.0, 1.0], [0, 1])
+    # fraction i/33 < 0.75 -> GPU 0: slots 0..24 (24/33 = 0.727), 25.. -> GPU 1
+    assert slots.count("gpu:0") == 25 and slots.count("gpu:1") == 8
+    assert slots[-1] == "gpu:1"
+
+
+def test_default_split_follows_free_memory() -> None:
+    rig = make_rig(2)
+    p = auto_place(LLAMA_31_8B, rig, PlanSettings())
+    devices = [u.device for u in p.units]
+    assert devices[0] == CPU  # input embedding
+    assert devices[1:].count("gpu:0") == devices[1:].count("gpu:1") + 1
+
+
+def test_bad_split_and_gpu() -> None:
+    with pytest.raises(InvalidPlacementError, match="lists 1 values for 2 GPUs"):
+        llama_cpp_slots(32, 33, [1.0], [0, 1])
+    with pytest.raises(InvalidPlacementError, match="no GPU 3"):
+        auto_place(LLAMA_31_8B, make_rig(2), PlanSettings(), gpu_ids=[3])
+
+
+def test_move_layers_is_pure_and_checked() -> None:
+    p = auto_place(LLAMA_31_8B, make_rig(1), PlanSettings())
+    moved = move_layers(p, ["blk.3", "blk.4"], CPU)
+    assert moved.unit("blk.3").device == CPU and p.unit("blk.3").device == "gpu:0"
+    with pytest.raises(InvalidPlacementError, match="no device 'gpu:7'"):
+        move_layers(p, ["blk.3"], "gpu:7")
+    with pytest.raises(InvalidPlacementError, match=r"no unit 'blk\.99'"):
+        move_layers(p, ["blk.99"], CPU)
+    with pytest.raises(InvalidPlacementError, match="input embedding always stays"):
+        move_layers(p, ["input"], "gpu:0")
+
+
+def test_moving_experts_moves_their_bytes() -> None:
+    g = LLAMA_31_8B.model_copy(
+        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
+    )
+    rig, s = make_rig(1, vram_gib=80), PlanSettings()
+    layout = weights_layout(spec_of(g), "Q4_K_M")
+    p = auto_place(g, rig, s)
+    q = move_experts(p, ["blk.0", "blk.1"], CPU)
+    before = {d.device: d for d in device_loads(p, g, layout, rig, s)}
+    after = {d.device: d for d in device_loads(q, g, layout, rig, s)}
+    moved = layout.block_expert_bytes[0] + layout.block_expert_bytes[1]
+    assert after[CPU].weights_bytes - before[CPU].weights_bytes == moved
+    assert before["gpu:0"].weights_bytes - after["gpu:0"].weights_bytes == moved
+    assert after["gpu:0"].kv_bytes == before["gpu:0"].kv_bytes  # attention stays
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ngl=st.integers(0, 40),
+    split=st.lists(st.floats(0.1, 10), min_size=2, max_size=2),
+    context=st.integers(1, 65536),
+)
+def test_fast_tally_agrees_with_device_loads(ngl: int, split: list[float], context: int) -> None:
+    rig, s = make_rig(2), PlanSettings(context=context)
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    p = auto_place(LLAMA_31_8B, rig, s, ngl=ngl, tensor_split=split)
+    loads = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, rig, s)}
+    fast = FitEvaluator(LLAMA_31_8B, layout, rig, s).llama_cpp_tally(ngl, [0, 1], split)
+    for dev, t in fast.items():
+        assert (t.weights_bytes, t.kv_bytes, t.compute_bytes) == (
+            loads[dev].weights_bytes,
+            loads[dev].kv_bytes,
+            loads[dev].compute_bytes,
+        )
