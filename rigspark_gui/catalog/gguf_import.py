@@ -13,12 +13,15 @@ import mmap
 import os
 import re
 import struct
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
+import numpy.typing as npt
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 from pydantic import ValidationError
 
@@ -37,7 +40,7 @@ _MAX_DIMS = 4  # GGML_MAX_DIMS
 _MAX_NAME = 64  # GGML_MAX_NAME: llama.cpp refuses longer tensor names
 _MAX_LAYERS = 4096  # Geometry's bound; checked early because arrays are sized by it
 _MAX_INT = 1 << 31
-_KEEP_ARRAY_ITEMS = 1 << 16  # per-layer arrays are kept; tokenizer arrays only counted
+_KEEP_ARRAY_ITEMS = 4096  # per-layer arrays are kept; tokenizer arrays only counted
 _VT_STRING = 8
 _VT_ARRAY = 9
 _SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
@@ -390,14 +393,50 @@ class _Part:
     tensors: list[_RawTensor]
 
 
+class _HeaderReader(GGUFReader):
+    """GGUFReader that keeps long metadata arrays (tokenizer vocabularies and merges) as
+    one opaque field instead of one numpy view per item: on a 150k-token vocabulary that
+    is 0.1 s instead of 8 s. Their items are never read here, only their length."""
+
+    def _get_field_parts(
+        self, orig_offs: int, raw_type: int
+    ) -> tuple[int, list[npt.NDArray[Any]], list[int], list[GGUFValueType]]:
+        if raw_type == GGUFValueType.ARRAY:
+            raw_itype = self._get(orig_offs, np.uint32)
+            alen = self._get(orig_offs + 4, np.uint64)
+            if len(raw_itype) == 1 and len(alen) == 1 and int(alen[0]) > _KEEP_ARRAY_ITEMS:
+                size = self._opaque_array_size(orig_offs + 12, int(raw_itype[0]), int(alen[0]))
+                if size is not None:
+                    types = [GGUFValueType.ARRAY, GGUFValueType(int(raw_itype[0]))]
+                    return 12 + size, [raw_itype, alen], [], types
+        return super()._get_field_parts(orig_offs, raw_type)
+
+    def _opaque_array_size(self, offs: int, itype: int, count: int) -> int | None:
+        if itype in _SCALAR_SIZES:
+            return count * _SCALAR_SIZES[itype]
+        if itype != _VT_STRING:
+            return None
+        # Same byte order the reader detected; bounds were checked by the scan.
+        swapped = self.byte_order == "S"
+        order = "<" if (sys.byteorder == "little") != swapped else ">"
+        unpack = struct.Struct(order + "Q").unpack_from
+        buf = self.data.data  # the mapped bytes, without a copy
+        pos = offs
+        for _ in range(count):
+            (n,) = unpack(buf, pos)
+            pos += 8 + n
+        return pos - offs
+
+
 def _copy_field(field: Any) -> _Value:
     types: list[GGUFValueType] = list(field.types)
     vtype = types[0]
     if vtype == GGUFValueType.ARRAY:
         item_type = types[-1] if len(types) > 1 else None
-        length = len(field.data)
-        value = field.contents() if length <= _KEEP_ARRAY_ITEMS else None
-        return _Value(vtype, item_type, value, length)
+        # parts: key length, key, value type, item type, item count, items...
+        length = int(field.parts[4][0])
+        keep = 0 < len(field.data) == length <= _KEEP_ARRAY_ITEMS
+        return _Value(vtype, item_type, field.contents() if keep else None, length)
     return _Value(vtype, None, field.contents(), 1)
 
 
@@ -405,7 +444,7 @@ def _read_part(path: Path) -> _Part:
     scanned = _scan(path)
     fname = path.name
     try:
-        reader = GGUFReader(path, "r")
+        reader = _HeaderReader(path, "r")
         meta = {
             key: _copy_field(f) for key, f in reader.fields.items() if not key.startswith("GGUF.")
         }

@@ -62,6 +62,8 @@ _TYPES = [
     GgmlType("TQ1_0", 34, 256, 54),
     GgmlType("TQ2_0", 35, 256, 66),
     GgmlType("MXFP4", 39, 32, 17),
+    GgmlType("NVFP4", 40, 64, 36),
+    GgmlType("Q1_0", 41, 128, 18),
 ]
 
 GGML_TYPES: dict[str, GgmlType] = {t.name: t for t in _TYPES}

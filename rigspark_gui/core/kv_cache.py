@@ -32,14 +32,12 @@ def kv_cells(g: Geometry, layer: int, s: PlanSettings) -> int:
 
 def kv_row_pair_bytes(g: Geometry, layer: int, k: KvCacheType, v: KvCacheType) -> int:
     """K plus V bytes of one cell of one layer (0 for layers without KV)."""
-    if layer in g.recurrent_layers:
+    heads = g.kv_heads(layer)
+    if heads == 0:  # recurrent, KV-less or NextN layers
         return 0
     if g.is_mla:
         latent = (g.kv_lora_rank or 0) + (g.rope_head_dim or 0)
         return kv_row_bytes(k, latent)
-    heads = g.kv_heads(layer)
-    if heads == 0:
-        return 0
     return kv_row_bytes(k, g.head_dim_k * heads) + kv_row_bytes(v, g.head_dim_v * heads)
 
 

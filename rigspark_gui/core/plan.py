@@ -96,7 +96,7 @@ def plan(
     recommended = next((p for p in paths if p.fits), None)
     shown = recommended or paths[0]
     placement, loads = recommended_placement(spec, rig, s, shown)
-    notes: list[str] = []
+    notes: list[str] = list(rig.notes)
     g = spec.geometry
     if s.context > g.context_length:
         notes.append(f"context {s.context} exceeds the model's trained context {g.context_length}")

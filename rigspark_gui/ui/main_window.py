@@ -1,14 +1,374 @@
-"""The main window (placeholder until the planner view lands)."""
+"""The main window: controls on top, the rig on the left, answers in tabs.
+
+It wires widgets to the PlannerSession and persists what the user chose. Slow work
+(hardware detection, model import, catalog ranking, the KV comparison) runs in the
+background; planning one model is fast enough to run on every change.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QMainWindow
+from pathlib import Path
 
-from rigspark_gui.identity import APP_NAME
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
+from rigspark_gui.catalog.models import load_catalog
+from rigspark_gui.catalog.perf import load_perf
+from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.identity import APP_NAME, APP_VERSION
+from rigspark_gui.resources import data_file
+from rigspark_gui.ui import dialogs
+from rigspark_gui.ui.background import run_in_background
+from rigspark_gui.ui.catalog_tab import CatalogTab
+from rigspark_gui.ui.controls_bar import ControlsBar
+from rigspark_gui.ui.kv_tab import KvTab
+from rigspark_gui.ui.paths_tab import PathsTab
+from rigspark_gui.ui.session import PlannerSession
+
+DEFAULT_MODEL = "llama-3.1-8b-instruct"
+SETTING_KEYS = ("context", "kv_k", "kv_v", "flash_attn", "parallel", "backend", "quant")
+
+
+def _import_model_file(path: Path) -> ModelSpec:
+    if path.suffix.lower() == ".gguf":
+        from rigspark_gui.catalog.gguf_import import import_gguf
+
+        return import_gguf(path)
+    from rigspark_gui.catalog.hf_import import import_hf_config
+
+    result = import_hf_config(path)
+    return getattr(result, "spec", result)  # type: ignore[no-any-return]
 
 
 class MainWindow(QMainWindow):
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        rig: Rig | None = None,
+        detect_on_start: bool = True,
+        settings: QSettings | None = None,
+    ) -> None:
         super().__init__()
         self.setWindowTitle(APP_NAME)
-        self.setCentralWidget(QLabel("RigSpark"))
+        self.resize(1400, 860)
+        self.qsettings = settings or QSettings()
+        self.database = self._load_database()
+        catalog_specs, perf = self._load_catalog()
+        self.session = PlannerSession(catalog_specs, perf)
+
+        self.controls = ControlsBar(self.session)
+        self.paths_tab = PathsTab()
+        self.kv_tab = KvTab(self.session)
+        self.catalog_tab = CatalogTab(self.session)
+        from rigspark_gui.ui.layers_tab import LayersTab
+
+        self.layers_tab = LayersTab()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.paths_tab, "&Paths")
+        self.tabs.addTab(self.kv_tab, "&KV precision")
+        self.tabs.addTab(self.layers_tab, "&Layers")
+        self.tabs.addTab(self.catalog_tab, "C&atalog")
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #B03030; font-weight: bold;")
+        self.problem.hide()
+
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.controls)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+        from rigspark_gui.ui.rig_panel import RigPanel
+
+        self.rig_panel = RigPanel(self.database)
+        dock = QDockWidget("Rig", self)
+        dock.setObjectName("rig-dock")
+        dock.setWidget(self.rig_panel)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+
+        self.detect_progress = QProgressBar()
+        self.detect_progress.setRange(0, 0)
+        self.detect_progress.setMaximumWidth(140)
+        self.detect_progress.hide()
+        self.statusBar().addPermanentWidget(self.detect_progress)
+
+        self._build_menus()
+        self.session.plan_changed.connect(self._on_plan_changed)
+        self.session.plan_failed.connect(self._on_plan_failed)
+        self.session.model_changed.connect(lambda _s: self._save_choices())
+        self.session.settings_changed.connect(lambda _s: self._save_choices())
+        self.controls.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
+        self.kv_tab.pair_chosen.connect(self._on_kv_pair_chosen)
+        self.catalog_tab.model_opened.connect(self._on_catalog_open)
+        self.rig_panel.rig_changed.connect(self.session.set_rig)
+        self.rig_panel.redetect_requested.connect(self.start_detection)
+
+        self._restore_choices()
+        self._restore_imported()
+        self._restore_layout()
+        if rig is not None:
+            self.rig_panel.set_detected(rig)
+        elif detect_on_start:
+            QTimer.singleShot(0, self.start_detection)
+
+    # ------------------------------------------------------------ data
+    def _load_database(self) -> GpuDatabase | None:
+        try:
+            return load_gpu_database(data_file("gpus.json"), lenient=True)
+        except RigSparkError as err:
+            QTimer.singleShot(0, lambda: dialogs.show_error(self, "GPU database", str(err)))
+            return None
+
+    def _load_catalog(self) -> tuple[list[ModelSpec], PerfProfile]:
+        specs: list[ModelSpec] = []
+        perf = PerfProfile()
+        try:
+            catalog = load_catalog()
+            specs = list(catalog.specs())
+            if catalog.errors:
+                msg = "\n".join(catalog.errors[:10])
+                QTimer.singleShot(
+                    0, lambda: dialogs.show_error(self, "Some catalog entries were skipped", msg)
+                )
+        except RigSparkError as err:
+            QTimer.singleShot(0, lambda: dialogs.show_error(self, "Model catalog", str(err)))
+        try:
+            perf = load_perf()
+        except RigSparkError as err:
+            QTimer.singleShot(0, lambda: dialogs.show_error(self, "Speed calibration", str(err)))
+        return specs, perf
+
+    # ------------------------------------------------------------ menus
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.import_action = QAction("&Import model…", self)
+        self.import_action.setShortcut(QKeySequence("Ctrl+I"))
+        self.import_action.setStatusTip("Plan a .gguf file or a Hugging Face config.json")
+        self.import_action.triggered.connect(self._on_import)
+        file_menu.addAction(self.import_action)
+        file_menu.addSeparator()
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+        view = self.menuBar().addMenu("&View")
+        for i in range(self.tabs.count()):
+            act = QAction(self.tabs.tabText(i).replace("&", ""), self)
+            act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
+            act.triggered.connect(lambda _=False, i=i: self.tabs.setCurrentIndex(i))
+            view.addAction(act)
+        redetect = QAction("Re-&detect hardware", self)
+        redetect.setShortcut(QKeySequence("F5"))
+        redetect.triggered.connect(self.start_detection)
+        view.addAction(redetect)
+        help_menu = self.menuBar().addMenu("&Help")
+        about = QAction("&About RigSpark", self)
+        about.triggered.connect(self._on_about)
+        help_menu.addAction(about)
+
+    # ------------------------------------------------------------ detection
+    @Slot()
+    def start_detection(self) -> None:
+        from rigspark_gui.hardware.detect import detect
+
+        self.rig_panel.set_detecting(True)
+        self.detect_progress.show()
+        self.statusBar().showMessage("Detecting GPUs, CPU and memory…")
+        db = self.database
+        run_in_background(
+            self,
+            lambda: detect(database=db, timeout_s=5.0),
+            self._on_detected,
+            self._on_detect_failed,
+        )
+
+    def _on_detected(self, rig: Rig) -> None:
+        self.detect_progress.hide()
+        self.rig_panel.set_detecting(False)
+        self.rig_panel.set_detected(rig)
+        gpus = len(rig.gpus)
+        self.statusBar().showMessage(
+            f"Detected {gpus} GPU{'s' if gpus != 1 else ''} and "
+            f"{rig.ram_total_bytes / (1 << 30):.0f} GiB RAM"
+            + (f" — {rig.notes[0]}" if rig.notes else ""),
+            10000,
+        )
+
+    def _on_detect_failed(self, err: Exception, _details: str) -> None:
+        self.detect_progress.hide()
+        self.rig_panel.set_detecting(False)
+        self.statusBar().showMessage(f"Detection failed: {err}")
+
+    # ------------------------------------------------------------ plan
+    def _on_plan_changed(self, plan: Plan) -> None:
+        self.problem.hide()
+        self.paths_tab.show_plan(plan)
+        self._refresh_visible_tab()
+
+    def _on_plan_failed(self, message: str) -> None:
+        self.problem.setText(message)
+        self.problem.show()
+        self.controls.show_settings(self.session.settings)
+
+    def _on_tab_changed(self, _i: int) -> None:
+        self._refresh_visible_tab()
+
+    def _refresh_visible_tab(self) -> None:
+        plan = self.session.plan
+        if plan is None:
+            return
+        current = self.tabs.currentWidget()
+        if current is self.kv_tab:
+            self.kv_tab.show_plan(plan)
+        elif current is self.catalog_tab:
+            self.catalog_tab.refresh()
+        elif current is self.layers_tab:
+            self._update_layers(plan)
+
+    def _update_layers(self, plan: Plan) -> None:
+        spec, rig = self.session.spec, self.session.rig
+        if spec is None or rig is None:
+            return
+        rec = next((p for p in plan.paths if p.path is plan.recommended), plan.paths[0])
+        quant = rec.quant or spec.available_quants[-1]
+        self.layers_tab.set_context(spec, rig, plan.settings, self.session.perf, quant)
+
+    def _on_kv_pair_chosen(self, k: KvCacheType, v: KvCacheType) -> None:
+        self.controls.kv_link.setChecked(k == v)
+        changes: dict[str, object] = {"kv_k": k, "kv_v": v}
+        if v.quantized:
+            changes["flash_attn"] = True
+        self.session.update_settings(**changes)
+
+    def _on_catalog_open(self, model_id: str) -> None:
+        self.session.set_model(model_id)
+        self.tabs.setCurrentWidget(self.paths_tab)
+
+    # ------------------------------------------------------------ import
+    def _on_import(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import model", str(Path.home()),
+            "Models (*.gguf config.json *.json);;GGUF (*.gguf);;HF config (config.json)",
+        )
+        if path:
+            self.import_model(Path(path))
+
+    def import_model(self, path: Path, *, remember: bool = True, select: bool = True) -> None:
+        self.statusBar().showMessage(f"Reading {path.name}…")
+
+        def done(spec: ModelSpec) -> None:
+            self.session.add_model(spec)
+            if remember:
+                self._remember_import(path)
+            if select:
+                self.session.set_model(spec.id)
+            self.statusBar().showMessage(f"Imported {spec.name}", 6000)
+
+        def failed(err: Exception, _details: str) -> None:
+            self.statusBar().clearMessage()
+            if select:
+                dialogs.show_error(self, "Import model", str(err))
+            else:
+                self.statusBar().showMessage(f"Could not reopen {path.name}: {err}", 10000)
+
+        run_in_background(self, lambda: _import_model_file(path), done, failed)
+
+    def _remember_import(self, path: Path) -> None:
+        paths = [p for p in self._imported_paths() if p != str(path)]
+        self.qsettings.setValue("models/imported", [str(path), *paths][:50])
+
+    def _imported_paths(self) -> list[str]:
+        value = self.qsettings.value("models/imported", [])
+        if isinstance(value, str):
+            return [value]
+        return [str(v) for v in value or []]
+
+    def _restore_imported(self) -> None:
+        for p in self._imported_paths():
+            if Path(p).exists():
+                self.import_model(Path(p), remember=False, select=False)
+
+    # ------------------------------------------------------------ persistence
+    def _save_choices(self) -> None:
+        s = self.session.settings
+        if self.session.spec is not None:
+            self.qsettings.setValue("plan/model", self.session.spec.id)
+        for key in SETTING_KEYS:
+            value = getattr(s, key)
+            self.qsettings.setValue(f"plan/{key}", "" if value is None else str(value))
+
+    def _restore_choices(self) -> None:
+        q = self.qsettings
+        values: dict[str, object] = {}
+        for key in SETTING_KEYS:
+            raw = q.value(f"plan/{key}")
+            if raw is None:
+                continue
+            raw = str(raw)
+            if key in ("context", "parallel"):
+                values[key] = int(raw) if raw.isdigit() else None
+            elif key == "flash_attn":
+                values[key] = raw.lower() == "true"
+            elif key == "quant":
+                values[key] = raw or None
+            else:
+                values[key] = raw
+        values = {k: v for k, v in values.items() if v is not None or k == "quant"}
+        if values and not self.session.update_settings(**values):
+            self.problem.hide()  # a stale saved choice is dropped quietly
+        model = str(q.value("plan/model", DEFAULT_MODEL))
+        if self.session.spec_by_id(model) is None:
+            model = DEFAULT_MODEL
+        if self.session.spec_by_id(model) is None and self.session.specs:
+            model = self.session.specs[0].id
+        self.session.set_model(model)
+
+    def _restore_layout(self) -> None:
+        geometry = self.qsettings.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        state = self.qsettings.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        tab = self.qsettings.value("window/tab")
+        if tab is not None and str(tab).isdigit():
+            self.tabs.setCurrentIndex(int(str(tab)))
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        self.qsettings.setValue("window/geometry", self.saveGeometry())
+        self.qsettings.setValue("window/state", self.saveState())
+        self.qsettings.setValue("window/tab", self.tabs.currentIndex())
+        self._save_choices()
+        self.qsettings.sync()
+        super().closeEvent(event)
+
+    def _on_about(self) -> None:
+        QMessageBox.about(
+            self,
+            f"About {APP_NAME}",
+            f"<b>{APP_NAME} {APP_VERSION}</b><p>Will this LLM run on this machine, on which "
+            "path, at which quantization and KV precision, and how fast?</p>"
+            "<p>Memory follows llama.cpp's allocator; speeds are estimates with their basis.</p>",
+        )

@@ -171,3 +171,76 @@ def decoder_kv(arch: str, d: Dims, **extra: Any) -> dict[str, Any]:
         kv[f"{arch}.attention.value_length"] = d.head_dim
     kv.update(extra)
     return kv
+
+
+def deepseek2_tensors(
+    n_layer: int, e: int, n_head: int, q_lora: int, kv_lora: int, rope: int, nope: int, v: int
+) -> list[T]:
+    out = [T("token_embd.weight", (e, 64), "Q8_0"), T("output_norm.weight", (e,))]
+    out.append(T("output.weight", (e, 64), "Q6_K"))
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        out += [
+            T(p + "attn_norm.weight", (e,)),
+            T(p + "attn_q_a.weight", (e, q_lora), "Q8_0"),
+            T(p + "attn_q_a_norm.weight", (q_lora,)),
+            T(p + "attn_q_b.weight", (q_lora, n_head * (nope + rope)), "F16"),
+            T(p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), "F16"),
+            T(p + "attn_kv_a_norm.weight", (kv_lora,)),
+            T(p + "attn_k_b.weight", (nope, kv_lora, n_head), "F16"),
+            T(p + "attn_v_b.weight", (kv_lora, v, n_head), "F16"),
+            T(p + "attn_output.weight", (n_head * v, e), "Q8_0"),
+            T(p + "ffn_norm.weight", (e,)),
+        ]
+        if il == 0:
+            out += [
+                T(p + f"ffn_{k}.weight", (e, 512) if k != "down" else (512, e), "Q4_K")
+                for k in ("gate", "up", "down")
+            ]
+        else:
+            out += [
+                T(p + "ffn_gate_inp.weight", (e, 4)),
+                T(p + "ffn_gate_exps.weight", (e, 256, 4), "Q2_K"),
+                T(p + "ffn_up_exps.weight", (e, 256, 4), "Q3_K"),
+                T(p + "ffn_down_exps.weight", (256, e, 4), "IQ4_XS"),
+                T(p + "ffn_gate_shexp.weight", (e, 512), "Q5_0"),
+                T(p + "ffn_up_shexp.weight", (e, 512), "Q5_1"),
+                T(p + "ffn_down_shexp.weight", (512, e), "Q4_1"),
+            ]
+    return out
+
+
+def deepseek2_kv(new_keys: bool) -> dict[str, Any]:
+    a = "deepseek2"
+    kv: dict[str, Any] = {
+        "general.name": "Tiny DeepSeek",
+        f"{a}.block_count": 2,
+        f"{a}.embedding_length": 256,
+        f"{a}.attention.head_count": 4,
+        f"{a}.feed_forward_length": 512,
+        f"{a}.context_length": 163840,
+        f"{a}.vocab_size": 64,
+        f"{a}.attention.q_lora_rank": 128,
+        f"{a}.attention.kv_lora_rank": 64,
+        f"{a}.rope.dimension_count": 32,
+        f"{a}.expert_count": 4,
+        f"{a}.expert_used_count": 2,
+        f"{a}.expert_feed_forward_length": 256,
+        f"{a}.expert_shared_count": 2,
+        f"{a}.leading_dense_block_count": 1,
+    }
+    if new_keys:
+        kv |= {
+            f"{a}.attention.head_count_kv": 1,
+            f"{a}.attention.key_length": 64 + 32,
+            f"{a}.attention.value_length": 64,
+            f"{a}.attention.key_length_mla": 96 + 32,
+            f"{a}.attention.value_length_mla": 80,
+        }
+    else:
+        kv |= {
+            f"{a}.attention.head_count_kv": 4,
+            f"{a}.attention.key_length": 96 + 32,
+            f"{a}.attention.value_length": 80,
+        }
+    return kv

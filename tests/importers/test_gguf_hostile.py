@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from importer_helpers import Dims, decoder_kv, decoder_tensors, write_gguf
 
 from rigspark_gui.catalog.gguf_import import import_gguf
 from rigspark_gui.core.errors import ModelImportError
@@ -177,3 +178,30 @@ def test_mutated_bytes_only_raise_model_import_error(
     else:
         assert isinstance(spec, ModelSpec)
     assert time.perf_counter() - start < 1.0
+
+
+@settings(
+    max_examples=60,
+    deadline=2000,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(index=st.integers(0, 40_000), value=st.integers(0, 255), cut=st.booleans())
+def test_mutated_long_arrays_only_raise_model_import_error(
+    tmp_path: Path, index: int, value: int, cut: bool
+) -> None:
+    d = Dims(n_layer=1, n_embd=32, n_head=2, n_head_kv=1, head_dim=16, n_ff=64, n_vocab=8)
+    kv = decoder_kv("llama", d)
+    kv["tokenizer.ggml.tokens"] = [f"t{i}" for i in range(5000)]
+    source = tmp_path / "long.gguf"
+    if not source.exists():
+        write_gguf(source, "llama", kv, decoder_tensors(d))
+    blob = bytearray(source.read_bytes())
+    blob[index % len(blob)] = value
+    if cut:
+        blob = blob[: index % len(blob)]
+    path = tmp_path / "mutated.gguf"
+    path.write_bytes(bytes(blob))
+    try:
+        import_gguf(path)
+    except ModelImportError as err:
+        assert "\n" not in str(err)

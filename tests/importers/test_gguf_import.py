@@ -8,7 +8,16 @@ from typing import Any
 
 import gguf
 import pytest
-from importer_helpers import Dims, T, Written, decoder_kv, decoder_tensors, write_gguf
+from importer_helpers import (
+    Dims,
+    T,
+    Written,
+    decoder_kv,
+    decoder_tensors,
+    deepseek2_kv,
+    deepseek2_tensors,
+    write_gguf,
+)
 
 from rigspark_gui.catalog.gguf_import import FILE_TYPE_LABELS, import_gguf, swa_period
 from rigspark_gui.core.errors import ModelImportError
@@ -228,82 +237,9 @@ def test_qwen3moe_mxfp4(tmp_path: Path) -> None:
     check_tensors(spec, written)
 
 
-def _deepseek2_tensors(
-    n_layer: int, e: int, n_head: int, q_lora: int, kv_lora: int, rope: int, nope: int, v: int
-) -> list[T]:
-    out = [T("token_embd.weight", (e, 64), "Q8_0"), T("output_norm.weight", (e,))]
-    out.append(T("output.weight", (e, 64), "Q6_K"))
-    for il in range(n_layer):
-        p = f"blk.{il}."
-        out += [
-            T(p + "attn_norm.weight", (e,)),
-            T(p + "attn_q_a.weight", (e, q_lora), "Q8_0"),
-            T(p + "attn_q_a_norm.weight", (q_lora,)),
-            T(p + "attn_q_b.weight", (q_lora, n_head * (nope + rope)), "F16"),
-            T(p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), "F16"),
-            T(p + "attn_kv_a_norm.weight", (kv_lora,)),
-            T(p + "attn_k_b.weight", (nope, kv_lora, n_head), "F16"),
-            T(p + "attn_v_b.weight", (kv_lora, v, n_head), "F16"),
-            T(p + "attn_output.weight", (n_head * v, e), "Q8_0"),
-            T(p + "ffn_norm.weight", (e,)),
-        ]
-        if il == 0:
-            out += [
-                T(p + f"ffn_{k}.weight", (e, 512) if k != "down" else (512, e), "Q4_K")
-                for k in ("gate", "up", "down")
-            ]
-        else:
-            out += [
-                T(p + "ffn_gate_inp.weight", (e, 4)),
-                T(p + "ffn_gate_exps.weight", (e, 256, 4), "Q2_K"),
-                T(p + "ffn_up_exps.weight", (e, 256, 4), "Q3_K"),
-                T(p + "ffn_down_exps.weight", (256, e, 4), "IQ4_XS"),
-                T(p + "ffn_gate_shexp.weight", (e, 512), "Q5_0"),
-                T(p + "ffn_up_shexp.weight", (e, 512), "Q5_1"),
-                T(p + "ffn_down_shexp.weight", (512, e), "Q4_1"),
-            ]
-    return out
-
-
-def _deepseek2_kv(new_keys: bool) -> dict[str, Any]:
-    a = "deepseek2"
-    kv: dict[str, Any] = {
-        "general.name": "Tiny DeepSeek",
-        f"{a}.block_count": 2,
-        f"{a}.embedding_length": 256,
-        f"{a}.attention.head_count": 4,
-        f"{a}.feed_forward_length": 512,
-        f"{a}.context_length": 163840,
-        f"{a}.vocab_size": 64,
-        f"{a}.attention.q_lora_rank": 128,
-        f"{a}.attention.kv_lora_rank": 64,
-        f"{a}.rope.dimension_count": 32,
-        f"{a}.expert_count": 4,
-        f"{a}.expert_used_count": 2,
-        f"{a}.expert_feed_forward_length": 256,
-        f"{a}.expert_shared_count": 2,
-        f"{a}.leading_dense_block_count": 1,
-    }
-    if new_keys:
-        kv |= {
-            f"{a}.attention.head_count_kv": 1,
-            f"{a}.attention.key_length": 64 + 32,
-            f"{a}.attention.value_length": 64,
-            f"{a}.attention.key_length_mla": 96 + 32,
-            f"{a}.attention.value_length_mla": 80,
-        }
-    else:
-        kv |= {
-            f"{a}.attention.head_count_kv": 4,
-            f"{a}.attention.key_length": 96 + 32,
-            f"{a}.attention.value_length": 80,
-        }
-    return kv
-
-
 def test_deepseek2_mla(tmp_path: Path) -> None:
-    tensors = _deepseek2_tensors(2, 256, 4, q_lora=128, kv_lora=64, rope=32, nope=96, v=80)
-    written = write_gguf(tmp_path / "ds.gguf", "deepseek2", _deepseek2_kv(True), tensors)
+    tensors = deepseek2_tensors(2, 256, 4, q_lora=128, kv_lora=64, rope=32, nope=96, v=80)
+    written = write_gguf(tmp_path / "ds.gguf", "deepseek2", deepseek2_kv(True), tensors)
     spec = import_gguf(written.path)
     g = spec.geometry
     assert g.is_mla
@@ -319,8 +255,8 @@ def test_deepseek2_mla(tmp_path: Path) -> None:
 
 
 def test_deepseek2_without_mla_keys_caches_full_kv(tmp_path: Path) -> None:
-    tensors = _deepseek2_tensors(2, 256, 4, q_lora=128, kv_lora=64, rope=32, nope=96, v=80)
-    written = write_gguf(tmp_path / "ds-old.gguf", "deepseek2", _deepseek2_kv(False), tensors)
+    tensors = deepseek2_tensors(2, 256, 4, q_lora=128, kv_lora=64, rope=32, nope=96, v=80)
+    written = write_gguf(tmp_path / "ds-old.gguf", "deepseek2", deepseek2_kv(False), tensors)
     g = import_gguf(written.path).geometry
     assert not g.is_mla
     assert (g.head_dim_k, g.head_dim_v, g.n_head_kv) == (128, 80, 4)
@@ -474,12 +410,12 @@ def test_missing_architecture(tmp_path: Path) -> None:
         import_gguf(written.path)
 
 
-def test_tensor_type_unknown_to_the_engine(tmp_path: Path) -> None:
+def test_newest_block_types_are_sized(tmp_path: Path) -> None:
     d = Dims()
     tensors = [*decoder_tensors(d), T("blk.0.extra.weight", (256, 4), "NVFP4")]
     written = write_gguf(tmp_path / "m.gguf", "llama", decoder_kv("llama", d), tensors)
-    with pytest.raises(ModelImportError, match="NVFP4 not supported yet"):
-        import_gguf(written.path)
+    extra = next(t for t in import_gguf(written.path).tensors or () if "extra" in t.name)
+    assert extra.n_bytes == 256 * 4 // 64 * 36
 
 
 def test_file_type_labels_follow_llama_cpp() -> None:
@@ -488,3 +424,18 @@ def test_file_type_labels_follow_llama_cpp() -> None:
         if label is not None:
             assert member.name.endswith(label), (member, label)
     assert FILE_TYPE_LABELS[15] == "Q4_K_M" and FILE_TYPE_LABELS[38] == "MXFP4_MOE"
+
+
+@pytest.mark.parametrize("endian", [gguf.GGUFEndian.LITTLE, gguf.GGUFEndian.BIG])
+def test_long_tokenizer_arrays_give_the_vocabulary(tmp_path: Path, endian: gguf.GGUFEndian) -> None:
+    d = Dims(n_vocab=64)
+    kv = decoder_kv("llama", d)
+    kv["tokenizer.ggml.tokens"] = [f"token-{i}" for i in range(5000)]
+    kv["tokenizer.ggml.merges"] = [f"a{i} b{i}" for i in range(4500)]
+    kv["tokenizer.ggml.token_type"] = [1] * 5000
+    kv["general.file_type"] = 1
+    written = write_gguf(tmp_path / "v.gguf", "llama", kv, decoder_tensors(d), endian=endian)
+    spec = import_gguf(written.path)
+    assert spec.geometry.n_vocab == 5000
+    assert spec.file_quant == "F16"  # metadata after the long arrays still read correctly
+    check_tensors(spec, written)

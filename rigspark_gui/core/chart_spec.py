@@ -1,0 +1,183 @@
+"""Pure chart descriptions derived from a plan, drawn by the window and the reports.
+
+Keeping them free of Qt lets tests check what a chart says (segments, limits, labels)
+without rendering anything.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rigspark_gui.core.compute_buffer import device_compute_bytes
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.kv_cache import kv_total_bytes
+from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.weights import weights_layout
+from rigspark_gui.core.units import GIB, gib, tok_s_range
+
+SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
+SEGMENT_LABELS = {
+    "weights": "Weights",
+    "kv": "KV cache",
+    "compute": "Compute buffer",
+    "reserve": "Reserve",
+    "shortfall": "Shortfall",
+}
+
+
+class BarSegment(Frozen):
+    role: str = Field(description="weights, kv, compute, reserve or shortfall")
+    start_gib: float
+    width_gib: float
+    n_bytes: int
+
+
+class FitRow(Frozen):
+    label: str
+    segments: tuple[BarSegment, ...]
+    capacity_gib: float = Field(description="the limit line: usable memory plus reserve")
+    status: str = Field(description="fits, tight or over")
+    annotation: str = Field(description="text beside the bar")
+    recommended: bool
+
+
+class FitChart(Frozen):
+    rows: tuple[FitRow, ...]
+    x_max_gib: float
+
+
+class SpeedRow(Frozen):
+    label: str
+    low_tok_s: float | None
+    high_tok_s: float | None
+    known: bool
+    annotation: str
+
+
+class SpeedChart(Frozen):
+    rows: tuple[SpeedRow, ...]
+    x_max_tok_s: float
+
+
+def fit_chart(plan: Plan) -> FitChart:
+    rows = []
+    x_max = 1.0
+    for p in plan.paths:
+        b = p.breakdown
+        parts = (
+            ("weights", b.weights_bytes),
+            ("kv", b.kv_bytes),
+            ("compute", b.compute_bytes),
+            ("reserve", b.reserve_bytes),
+        )
+        segs, x = [], 0.0
+        for role, n in parts:
+            w = n / GIB
+            segs.append(BarSegment(role=role, start_gib=x, width_gib=w, n_bytes=n))
+            x += w
+        capacity = (p.usable_bytes + b.reserve_bytes) / GIB
+        if p.fits:
+            headroom = p.usable_bytes - p.required_bytes
+            status = "tight" if headroom < 0.1 * max(p.usable_bytes, 1) else "fits"
+            note = f"{p.quant}: {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
+        elif p.shortfall_bytes:
+            status = "over"
+            segs.append(
+                BarSegment(
+                    role="shortfall",
+                    start_gib=capacity,
+                    width_gib=p.shortfall_bytes / GIB,
+                    n_bytes=p.shortfall_bytes,
+                )
+            )
+            note = f"needs {gib(p.shortfall_bytes)} more"
+        else:
+            status = "over"
+            note = f"does not fit ({p.reason.value if p.reason else 'unknown'})"
+        end = max(x, capacity + (p.shortfall_bytes or 0) / GIB)
+        x_max = max(x_max, end)
+        rows.append(
+            FitRow(
+                label=p.path.value,
+                segments=tuple(segs),
+                capacity_gib=capacity,
+                status=status,
+                annotation=note,
+                recommended=plan.recommended is p.path,
+            )
+        )
+    return FitChart(rows=tuple(rows), x_max_gib=x_max * 1.15)
+
+
+def speed_chart(plan: Plan) -> SpeedChart:
+    rows = []
+    top = 1.0
+    for p in plan.paths:
+        t = p.throughput
+        if t.known and t.high_tok_s is not None:
+            top = max(top, t.high_tok_s)
+            note = tok_s_range(t.low_tok_s, t.high_tok_s)
+        else:
+            note = "unknown" if p.fits else "does not fit"
+        rows.append(
+            SpeedRow(
+                label=p.path.value,
+                low_tok_s=t.low_tok_s,
+                high_tok_s=t.high_tok_s,
+                known=t.known,
+                annotation=note,
+            )
+        )
+    return SpeedChart(rows=tuple(rows), x_max_tok_s=top * 1.25)
+
+
+class Curve(Frozen):
+    label: str
+    contexts: tuple[int, ...]
+    gib: tuple[float, ...]
+
+
+class LimitLine(Frozen):
+    label: str
+    gib: float
+
+
+class KvChart(Frozen):
+    curves: tuple[Curve, ...]
+    limits: tuple[LimitLine, ...]
+
+
+def kv_memory_chart(
+    spec: ModelSpec, plan: Plan, kv_types: tuple[KvCacheType, ...], points: int = 24
+) -> KvChart:
+    """Total memory (weights + KV + compute, all on one device) against context, one
+    curve per KV type (K = V), with each path's usable memory as a line."""
+    s = plan.settings
+    quant = next((p.quant for p in plan.paths if p.fits and p.quant), None) or (
+        s.quant or spec.available_quants[-1]
+    )
+    g = spec.geometry
+    layout = weights_layout(spec, quant)
+    weights = layout.total_bytes
+    top = g.context_length
+    lo = 256
+    ctxs = sorted(
+        {
+            min(top, max(lo, round(lo * (top / lo) ** (i / (points - 1)) / 256) * 256))
+            for i in range(points)
+        }
+    )
+    curves = []
+    for k in kv_types:
+        fa = s.flash_attn or (k.quantized and s.backend.ggml_based)
+        values = []
+        for c in ctxs:
+            sc = s.model_copy(update={"context": c, "kv_k": k, "kv_v": k, "flash_attn": fa})
+            compute = device_compute_bytes(g, sc, list(range(g.n_layer)), True)
+            values.append((weights + kv_total_bytes(g, sc) + compute) / GIB)
+        curves.append(Curve(label=k.value, contexts=tuple(ctxs), gib=tuple(values)))
+    limits = tuple(
+        LimitLine(label=f"{p.path.value} usable", gib=p.usable_bytes / GIB) for p in plan.paths
+    )
+    return KvChart(curves=tuple(curves), limits=limits)

@@ -1,0 +1,88 @@
+"""Whole-placement strategies behind the editor's buttons, all llama.cpp-shaped.
+
+Each returns a placement that `-ngl` and `--tensor-split` alone express, so the launch
+command of a strategy's result never needs `-ot` rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.placement import (
+    CPU,
+    Placement,
+    Verdict,
+    auto_place,
+    device_loads,
+    gpu_device,
+)
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.weights import WeightsLayout
+
+
+def even_split(g: Geometry, rig: Rig, s: PlanSettings) -> Placement:
+    """Every slot on a GPU, the same number of layers on each."""
+    n = len(rig.gpus)
+    return auto_place(g, rig, s, tensor_split=[1.0] * n if n else None)
+
+
+def _place_counts(g: Geometry, rig: Rig, s: PlanSettings, counts: Sequence[int]) -> Placement:
+    ngl = sum(counts)
+    if ngl == 0:
+        return auto_place(g, rig, s, ngl=0)
+    return auto_place(g, rig, s, ngl=ngl, tensor_split=[float(c) for c in counts])
+
+
+def _over(
+    p: Placement,
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    kv_layers: Sequence[int] | None,
+) -> list[str]:
+    loads = device_loads(p, g, layout, rig, s, kv_layers)
+    return [x.device for x in loads if x.device != CPU and x.verdict is Verdict.OVER]
+
+
+def fill_fastest_first(
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    kv_layers: Sequence[int] | None = None,
+) -> Placement:
+    """As many layers as fit on the highest-bandwidth GPU, then the next, the rest on the CPU.
+
+    Counts are found by bisection against the real per-device loads; llama.cpp then lays
+    them out in GPU order, so the head lands on the last GPU holding any layer.
+    """
+    slots = g.n_layer + 1
+    order = sorted(range(len(rig.gpus)), key=lambda i: (-(rig.gpus[i].bandwidth_gbps or 0.0), i))
+    counts = [0] * len(rig.gpus)
+    remaining = slots
+    for i in order:
+        lo, hi = 0, remaining
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            trial = list(counts)
+            trial[i] = mid
+            if gpu_device(i) in _over(
+                _place_counts(g, rig, s, trial), g, layout, rig, s, kv_layers
+            ):
+                hi = mid - 1
+            else:
+                lo = mid
+        counts[i] = lo
+        remaining -= lo
+    # The head moves to the last GPU in order as counts grow; shed layers until none is over.
+    for _ in range(slots):
+        over = _over(_place_counts(g, rig, s, counts), g, layout, rig, s, kv_layers)
+        if not over:
+            break
+        for d in over:
+            idx = int(d.split(":")[1])
+            counts[idx] = max(counts[idx] - 1, 0)
+    return _place_counts(g, rig, s, counts)

@@ -1,0 +1,86 @@
+"""Every catalog model ranked for one rig at the current context and KV choice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.paths import PathName
+from rigspark_gui.core.plan import plan
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.weights import weights_layout
+
+# Below this many tokens per second (the low end of the estimate) a chat feels slow:
+# roughly reading speed.
+SLOW_TOK_S = 8.0
+
+
+class Verdict(StrEnum):
+    FITS = "fits"
+    SLOW = "slow"
+    NO = "no"
+
+
+class RankedModel(Frozen):
+    model_id: str
+    name: str
+    family: str
+    params: int
+    verdict: Verdict
+    path: PathName | None
+    quant: str | None
+    required_bytes: int
+    low_tok_s: float | None
+    high_tok_s: float | None
+    note: str = ""
+
+
+def rank_models(
+    specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, perf: PerfProfile
+) -> list[RankedModel]:
+    rows: list[RankedModel] = []
+    for spec in specs:
+        ctx = min(s.context, spec.geometry.context_length)
+        settings = s.model_copy(update={"context": ctx, "quant": None})
+        params = weights_layout(spec, spec.available_quants[0]).n_params
+        try:
+            p = plan(spec, rig, settings, perf)
+        except RigSparkError as err:
+            rows.append(
+                RankedModel(
+                    model_id=spec.id, name=spec.name, family=spec.family, params=params,
+                    verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
+                    low_tok_s=None, high_tok_s=None, note=str(err),
+                )
+            )
+            continue
+        best = next((x for x in p.paths if x.fits), None)
+        if best is None:
+            smallest = min(p.paths, key=lambda x: x.shortfall_bytes or 0)
+            rows.append(
+                RankedModel(
+                    model_id=spec.id, name=spec.name, family=spec.family, params=params,
+                    verdict=Verdict.NO, path=None, quant=smallest.quant,
+                    required_bytes=smallest.required_bytes, low_tok_s=None, high_tok_s=None,
+                    note=f"needs {smallest.shortfall_bytes or 0:,} B more on {smallest.path}",
+                )
+            )
+            continue
+        t = best.throughput
+        slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S
+        note = "" if ctx == s.context else f"context capped at {ctx}"
+        rows.append(
+            RankedModel(
+                model_id=spec.id, name=spec.name, family=spec.family, params=params,
+                verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
+                quant=best.quant, required_bytes=best.required_bytes,
+                low_tok_s=t.low_tok_s, high_tok_s=t.high_tok_s, note=note,
+            )
+        )
+    order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
+    rows.sort(key=lambda r: (order[r.verdict], -r.params))
+    return rows

@@ -1,0 +1,162 @@
+"""Catalog tab: every model ranked for this rig; sortable, filterable; double-click
+opens one in the planner. Ranking runs in the background."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
+from rigspark_gui.core.units import gib, tok_s_range
+from rigspark_gui.ui.background import run_in_background
+from rigspark_gui.ui.charts import COLOURS
+from rigspark_gui.ui.session import PlannerSession
+
+HEADERS = ("Model", "Family", "Params", "Verdict", "Best path", "Quant", "Memory", "Decode")
+VERDICT_TEXT = {Verdict.FITS: "✓ fits", Verdict.SLOW: "◔ slow", Verdict.NO: "✗ no"}
+VERDICT_ORDER = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class RankingModel(QAbstractTableModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[RankedModel] = []
+
+    def set_rows(self, rows: list[RankedModel]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return HEADERS[section]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
+        if not index.isValid():
+            return None
+        r = self.rows[index.row()]
+        c = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (
+                r.name,
+                r.family,
+                f"{r.params / 1e9:.1f}B",
+                VERDICT_TEXT[r.verdict],
+                r.path.value if r.path else "–",
+                r.quant or "–",
+                gib(r.required_bytes) if r.required_bytes else "–",
+                tok_s_range(r.low_tok_s, r.high_tok_s) if r.low_tok_s else "–",
+            )[c]
+        if role == Qt.ItemDataRole.UserRole:  # sort keys
+            return (
+                r.name.lower(), r.family.lower(), r.params, VERDICT_ORDER[r.verdict],
+                r.path.value if r.path else "~", r.quant or "", r.required_bytes,
+                r.low_tok_s or 0.0,
+            )[c]
+        if role == ID_ROLE:
+            return r.model_id
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return r.note or r.model_id
+        if role == Qt.ItemDataRole.ForegroundRole and c == 3:
+            colour = {Verdict.FITS: COLOURS["compute"], Verdict.SLOW: COLOURS["kv"],
+                      Verdict.NO: COLOURS["shortfall"]}[r.verdict]
+            return QBrush(QColor(colour))
+        return None
+
+
+class CatalogTab(QWidget):
+    model_opened = Signal(str)
+
+    def __init__(self, session: PlannerSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._generation = 0
+        self._key: object = None
+        self.model = RankingModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter (name, family, path, verdict)…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.verticalHeader().setVisible(False)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        self.view.doubleClicked.connect(self._on_open)
+        self.view.activated.connect(self._on_open)
+        self.status = QLabel("Ranking appears once the rig is known.")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view, 1)
+
+    def refresh(self) -> None:
+        rig = self.session.rig
+        if rig is None:
+            return
+        s = self.session.settings
+        specs = self.session.specs
+        key = (rig, s.context, s.kv_k, s.kv_v, s.flash_attn, s.parallel, s.backend, len(specs))
+        if key == self._key:
+            return
+        self._key = key
+        self._generation += 1
+        gen = self._generation
+        perf = self.session.perf
+        self.status.setText(f"Ranking {len(specs)} models for this rig…")
+        run_in_background(
+            self,
+            lambda: rank_models(specs, rig, s, perf),
+            lambda rows: self._on_ranked(gen, rows),
+            lambda err, _d: self.status.setText(f"Ranking failed: {err}"),
+        )
+
+    def _on_ranked(self, gen: int, rows: list[RankedModel]) -> None:
+        if gen != self._generation:
+            return
+        self.model.set_rows(rows)
+        n_fit = sum(1 for r in rows if r.verdict is Verdict.FITS)
+        n_slow = sum(1 for r in rows if r.verdict is Verdict.SLOW)
+        self.status.setText(
+            f"{n_fit} models fit this rig at {self.session.settings.context} tokens, "
+            f"{n_slow} more fit but run slowly (under 8 tok/s); double-click one to open it."
+        )
+
+    def _on_open(self, index: QModelIndex) -> None:
+        model_id = self.proxy.mapToSource(index).data(ID_ROLE)
+        if model_id:
+            self.model_opened.emit(str(model_id))

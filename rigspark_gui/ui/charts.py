@@ -1,0 +1,152 @@
+"""pyqtgraph renderings of the pure chart specs (`core.chart_spec`).
+
+Each widget contains a PlotWidget (never subclasses it) and redraws from a spec.
+Colours carry one meaning everywhere; every bar also has a text label, so colour is
+never the only signal.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+import pyqtgraph as pg  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QColor, QFont  # noqa: E402
+from PySide6.QtWidgets import QVBoxLayout, QWidget  # noqa: E402
+
+from rigspark_gui.core.chart_spec import SEGMENT_LABELS, FitChart, SpeedChart  # noqa: E402
+
+COLOURS = {
+    "weights": "#4C78A8",
+    "kv": "#F58518",
+    "compute": "#54A24B",
+    "reserve": "#9D9D9D",
+    "shortfall": "#E45756",
+    "speed": "#72B7B2",
+    "limit": "#222222",
+}
+STATUS_TEXT = {"fits": "✓ fits", "tight": "⚠ tight", "over": "✗ does not fit"}
+
+
+def _is_dark(widget: QWidget) -> bool:
+    return widget.palette().window().color().lightness() < 128
+
+
+class _Plot(QWidget):
+    def __init__(self, x_label: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        self.plot.setLabel("bottom", x_label)
+        self.plot.showGrid(x=True, y=False, alpha=0.2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot)
+        self._apply_palette()
+
+    def _apply_palette(self) -> None:
+        dark = _is_dark(self)
+        self.plot.setBackground("#1e1e1e" if dark else "w")
+        self._fg = "#dddddd" if dark else "#222222"
+        for axis in ("left", "bottom"):
+            ax = self.plot.getAxis(axis)
+            ax.setPen(pg.mkPen(self._fg))
+            ax.setTextPen(pg.mkPen(self._fg))
+
+    def _set_rows(self, labels: list[str]) -> None:
+        n = len(labels)
+        ticks = [(n - 1 - i, label) for i, label in enumerate(labels)]
+        self.plot.getAxis("left").setTicks([ticks])
+        self.plot.setYRange(-0.6, n - 0.4, padding=0)
+
+    def _text(self, text: str, x: float, y: float, colour: str | None = None) -> None:
+        item = pg.TextItem(text, color=colour or self._fg, anchor=(0, 0.5))
+        font = QFont()
+        font.setPointSize(9)
+        item.setFont(font)
+        item.setPos(x, y)
+        self.plot.addItem(item)
+
+
+class FitChartWidget(_Plot):
+    """Stacked weights / KV / compute / reserve against each path's limit line."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("GiB", parent)
+        self.spec: FitChart | None = None
+        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextColor=self._fg)
+
+    def show_chart(self, spec: FitChart) -> None:
+        self.spec = spec
+        self.plot.clear()
+        self.legend.clear()
+        n = len(spec.rows)
+        seen: set[str] = set()
+        for i, row in enumerate(spec.rows):
+            y = n - 1 - i
+            for seg in row.segments:
+                if seg.width_gib <= 0:
+                    continue
+                colour = QColor(COLOURS[seg.role])
+                brush = (
+                    pg.mkBrush(colour, style=Qt.BrushStyle.BDiagPattern)
+                    if seg.role == "shortfall"
+                    else pg.mkBrush(colour)
+                )
+                bar = pg.BarGraphItem(
+                    x0=[seg.start_gib], width=[seg.width_gib], y=[y], height=0.55,
+                    brush=brush, pen=pg.mkPen(colour.darker(130)),
+                )
+                self.plot.addItem(bar)
+                if seg.role not in seen:
+                    seen.add(seg.role)
+                    self.legend.addItem(bar, SEGMENT_LABELS[seg.role])
+            limit = pg.PlotDataItem(
+                [row.capacity_gib, row.capacity_gib], [y - 0.38, y + 0.38],
+                pen=pg.mkPen(self._fg, width=2, style=Qt.PenStyle.DashLine),
+            )
+            self.plot.addItem(limit)
+            end = max(
+                (s.start_gib + s.width_gib for s in row.segments), default=0.0
+            )
+            badge = "  ★ recommended" if row.recommended else ""
+            colour = COLOURS["shortfall"] if row.status == "over" else None
+            self._text(
+                f"{STATUS_TEXT[row.status]} · {row.annotation}{badge}",
+                max(end, row.capacity_gib) + spec.x_max_gib * 0.01,
+                y,
+                colour,
+            )
+        self._set_rows([r.label for r in spec.rows])
+        self.plot.setXRange(0, spec.x_max_gib * 1.45, padding=0)
+
+
+class SpeedChartWidget(_Plot):
+    """Low–high decode tok/s range per path, or 'unknown' with why."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("decode tok/s", parent)
+        self.spec: SpeedChart | None = None
+
+    def show_chart(self, spec: SpeedChart) -> None:
+        self.spec = spec
+        self.plot.clear()
+        n = len(spec.rows)
+        for i, row in enumerate(spec.rows):
+            y = n - 1 - i
+            x_text = 0.0
+            if row.known and row.low_tok_s is not None and row.high_tok_s is not None:
+                bar = pg.BarGraphItem(
+                    x0=[row.low_tok_s], width=[max(row.high_tok_s - row.low_tok_s, 0.01)],
+                    y=[y], height=0.4, brush=pg.mkBrush(COLOURS["speed"]),
+                    pen=pg.mkPen(QColor(COLOURS["speed"]).darker(140)),
+                )
+                self.plot.addItem(bar)
+                x_text = row.high_tok_s
+            self._text(row.annotation, x_text + spec.x_max_tok_s * 0.01, y)
+        self._set_rows([r.label for r in spec.rows])
+        self.plot.setXRange(0, spec.x_max_tok_s * 1.3, padding=0)

@@ -1,0 +1,256 @@
+"""The top bar: model, quantization, context, K/V cache types, flash attention,
+parallel sequences and backend. It turns user actions into session calls and mirrors
+the session's settings back (without echoing them as new edits)."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QWidget,
+)
+
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.ui.model_picker import ModelPicker
+from rigspark_gui.ui.session import PlannerSession
+
+PRESETS = (("4K", 4096), ("8K", 8192), ("32K", 32768), ("128K", 131072))
+BACKEND_LABELS = {
+    Backend.LLAMA_CPP: "llama.cpp",
+    Backend.OLLAMA: "Ollama",
+    Backend.LM_STUDIO: "LM Studio",
+    Backend.VLLM: "vLLM",
+    Backend.MLX: "MLX",
+}
+SLIDER_STEPS = 1000
+MIN_CONTEXT = 256
+
+
+class ControlsBar(QWidget):
+    message = Signal(str)  # an inline explanation (e.g. why flash attention switched on)
+
+    def __init__(self, session: PlannerSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._syncing = False
+        self._max_context = 131072
+
+        self.model_picker = ModelPicker()
+        self.model_picker.model_picked.connect(session.set_model)
+
+        self.quant = QComboBox()
+        self.quant.setToolTip("Auto picks the best quantization that fits the recommended path")
+        self.quant.currentIndexChanged.connect(self._on_quant)
+
+        self.context_slider = QSlider(Qt.Orientation.Horizontal)
+        self.context_slider.setRange(0, SLIDER_STEPS)
+        self.context_slider.setToolTip("Context length (logarithmic)")
+        self.context_slider.valueChanged.connect(self._on_slider)
+        self.context_spin = QSpinBox()
+        self.context_spin.setRange(1, 1 << 24)
+        self.context_spin.setSingleStep(1024)
+        self.context_spin.setSuffix(" tokens")
+        self.context_spin.setToolTip("Exact context length (llama.cpp -c); total over all sequences")
+        self.context_spin.setKeyboardTracking(False)
+        self.context_spin.valueChanged.connect(self._on_spin)
+        presets = QHBoxLayout()
+        presets.setSpacing(2)
+        self.preset_buttons: dict[str, QPushButton] = {}
+        for label, n in (*PRESETS, ("max", 0)):
+            b = QPushButton(label)
+            b.setFixedWidth(46)
+            b.setToolTip("The model's trained context" if label == "max" else f"{n} tokens")
+            b.clicked.connect(lambda _=False, n=n: self._set_context(n or self._max_context))
+            presets.addWidget(b)
+            self.preset_buttons[label] = b
+
+        self.kv_k = self._kv_combo("K cache type (llama.cpp -ctk)")
+        self.kv_v = self._kv_combo("V cache type (llama.cpp -ctv); quantized V needs flash attention")
+        self.kv_link = QCheckBox("Link K/V")
+        self.kv_link.setChecked(True)
+        self.kv_link.setToolTip("Use the same type for K and V; untick to mix them")
+        self.kv_link.toggled.connect(self._on_link)
+        self.kv_k.currentIndexChanged.connect(self._on_kv_k)
+        self.kv_v.currentIndexChanged.connect(self._on_kv_v)
+
+        self.flash_attn = QCheckBox("Flash attention")
+        self.flash_attn.setToolTip(
+            "llama.cpp -fa: smaller compute buffer; required for a quantized V cache"
+        )
+        self.flash_attn.toggled.connect(self._on_fa)
+        self.parallel = QSpinBox()
+        self.parallel.setRange(1, 256)
+        self.parallel.setPrefix("× ")
+        self.parallel.setToolTip("Parallel sequences (llama.cpp -np): they share the context")
+        self.parallel.valueChanged.connect(lambda n: self._update(parallel=n))
+        self.backend = QComboBox()
+        for b, label in BACKEND_LABELS.items():
+            self.backend.addItem(label, b.value)
+        self.backend.setToolTip("Ollama and LM Studio run llama.cpp: same memory figures")
+        self.backend.currentIndexChanged.connect(
+            lambda _i: self._update(backend=self.backend.currentData())
+        )
+
+        grid = QGridLayout(self)
+        grid.setContentsMargins(6, 6, 6, 2)
+        model_label = QLabel("&Model")
+        model_label.setBuddy(self.model_picker)
+        grid.addWidget(model_label, 0, 0)
+        grid.addWidget(self.model_picker, 0, 1, 1, 3)
+        quant_label = QLabel("&Quant")
+        quant_label.setBuddy(self.quant)
+        grid.addWidget(quant_label, 0, 4)
+        grid.addWidget(self.quant, 0, 5)
+        backend_label = QLabel("&Backend")
+        backend_label.setBuddy(self.backend)
+        grid.addWidget(backend_label, 0, 6)
+        grid.addWidget(self.backend, 0, 7)
+        ctx_label = QLabel("&Context")
+        ctx_label.setBuddy(self.context_spin)
+        grid.addWidget(ctx_label, 1, 0)
+        grid.addWidget(self.context_slider, 1, 1)
+        grid.addWidget(self.context_spin, 1, 2)
+        grid.addLayout(presets, 1, 3)
+        kv = QHBoxLayout()
+        kv.addWidget(QLabel("K"))
+        kv.addWidget(self.kv_k)
+        kv.addWidget(QLabel("V"))
+        kv.addWidget(self.kv_v)
+        kv.addWidget(self.kv_link)
+        grid.addLayout(kv, 1, 4, 1, 2)
+        opts = QHBoxLayout()
+        opts.addWidget(self.flash_attn)
+        par_label = QLabel("&Parallel")
+        par_label.setBuddy(self.parallel)
+        opts.addWidget(par_label)
+        opts.addWidget(self.parallel)
+        grid.addLayout(opts, 1, 6, 1, 2)
+        grid.setColumnStretch(1, 2)
+
+        session.settings_changed.connect(self.show_settings)
+        session.model_changed.connect(self._on_model_changed)
+        session.models_changed.connect(lambda: self.model_picker.set_models(session.specs))
+        self.model_picker.set_models(session.specs)
+        self.show_settings(session.settings)
+
+    def _kv_combo(self, tip: str) -> QComboBox:
+        c = QComboBox()
+        for k in KvCacheType:
+            c.addItem(k.value, k.value)
+        c.setToolTip(tip)
+        return c
+
+    # ------------------------------------------------------------ session -> widgets
+    def show_settings(self, s: PlanSettings) -> None:
+        self._syncing = True
+        try:
+            self.context_spin.setValue(s.context)
+            self.context_slider.setValue(self._slider_pos(s.context))
+            self.kv_k.setCurrentIndex(self.kv_k.findData(s.kv_k.value))
+            self.kv_v.setCurrentIndex(self.kv_v.findData(s.kv_v.value))
+            self.flash_attn.setChecked(s.flash_attn)
+            self.parallel.setValue(s.parallel)
+            self.backend.setCurrentIndex(self.backend.findData(s.backend.value))
+            idx = self.quant.findData(s.quant or "")
+            self.quant.setCurrentIndex(max(idx, 0))
+        finally:
+            self._syncing = False
+
+    def _on_model_changed(self, spec: ModelSpec) -> None:
+        self._syncing = True
+        try:
+            self._max_context = spec.geometry.context_length
+            self.preset_buttons["max"].setToolTip(f"The model's trained context: {self._max_context}")
+            for label, n in PRESETS:
+                self.preset_buttons[label].setEnabled(n <= self._max_context)
+            self.model_picker.select(spec.id)
+            self.quant.clear()
+            self.quant.addItem("Auto (best that fits)", "")
+            for q in spec.available_quants:
+                self.quant.addItem(q, q)
+        finally:
+            self._syncing = False
+        self.show_settings(self.session.settings)
+
+    # ------------------------------------------------------------ widgets -> session
+    def _update(self, **changes: object) -> None:
+        if not self._syncing:
+            self.session.update_settings(**changes)
+
+    def _on_quant(self, _i: int) -> None:
+        self._update(quant=self.quant.currentData() or None)
+
+    def _slider_pos(self, context: int) -> int:
+        lo, hi = math.log(MIN_CONTEXT), math.log(max(self._max_context, MIN_CONTEXT + 1))
+        frac = (math.log(max(context, MIN_CONTEXT)) - lo) / (hi - lo)
+        return round(min(max(frac, 0.0), 1.0) * SLIDER_STEPS)
+
+    def _slider_context(self, pos: int) -> int:
+        lo, hi = math.log(MIN_CONTEXT), math.log(max(self._max_context, MIN_CONTEXT + 1))
+        n = math.exp(lo + (hi - lo) * pos / SLIDER_STEPS)
+        return min(self._max_context, max(MIN_CONTEXT, round(n / 256) * 256))
+
+    def _on_slider(self, pos: int) -> None:
+        if not self._syncing:
+            self._set_context(self._slider_context(pos))
+
+    def _on_spin(self, n: int) -> None:
+        if not self._syncing:
+            self._set_context(n)
+
+    def _set_context(self, n: int) -> None:
+        clamped = min(n, self._max_context)
+        if clamped != n:
+            self.message.emit(f"Context clamped to the model's trained context ({clamped})")
+        self._update(context=clamped)
+
+    def _on_link(self, linked: bool) -> None:
+        self.kv_v.setEnabled(not linked)
+        if linked:
+            self._on_kv_k(0)
+
+    def _on_kv_k(self, _i: int) -> None:
+        if self._syncing:
+            return
+        k = KvCacheType(self.kv_k.currentData())
+        v = k if self.kv_link.isChecked() else KvCacheType(self.kv_v.currentData())
+        self._apply_kv(k, v)
+
+    def _on_kv_v(self, _i: int) -> None:
+        if self._syncing:
+            return
+        self._apply_kv(KvCacheType(self.kv_k.currentData()), KvCacheType(self.kv_v.currentData()))
+
+    def _apply_kv(self, k: KvCacheType, v: KvCacheType) -> None:
+        changes: dict[str, object] = {"kv_k": k, "kv_v": v}
+        if v.quantized and not self.session.settings.flash_attn:
+            changes["flash_attn"] = True
+            self.message.emit(
+                f"Flash attention switched on: llama.cpp needs it for a quantized V cache ({v.value})"
+            )
+        self._update(**changes)
+
+    def _on_fa(self, on: bool) -> None:
+        if self._syncing:
+            return
+        if not on and self.session.settings.kv_v.quantized:
+            self.message.emit(
+                "Flash attention stays on: the V cache "
+                f"({self.session.settings.kv_v.value}) is quantized"
+            )
+            self._syncing = True
+            self.flash_attn.setChecked(True)
+            self._syncing = False
+            return
+        self._update(flash_attn=on)

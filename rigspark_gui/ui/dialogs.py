@@ -1,0 +1,31 @@
+"""Every message box the window shows is built here, so tests can switch them off.
+
+With `HEADLESS = True` (tests, offscreen screenshots) nothing modal opens: each
+message is recorded in `shown` instead, where a test can assert what the user would
+have read. A modal box in a test would block the event loop until a timeout.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+HEADLESS = False
+
+
+class ShownMessage(NamedTuple):
+    kind: str
+    title: str
+    message: str
+
+
+shown: list[ShownMessage] = []
+
+
+def show_error(parent: QWidget | None, title: str, message: str) -> None:
+    """Tell the user something they did (or a file they chose) failed, and why."""
+    if HEADLESS:
+        shown.append(ShownMessage("error", title, message))
+        return
+    QMessageBox.critical(parent, title, message)

@@ -1,0 +1,129 @@
+"""Searchable model dropdown: type "qwen 32" and pick. Keyboard first.
+
+An editable QComboBox whose completer filters on every typed word (in any order) over
+"family name size MoE context"; items are grouped by family under disabled headers.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
+
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.units import tokens
+from rigspark_gui.core.weights import weights_layout
+
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+def describe(spec: ModelSpec) -> str:
+    """'Qwen2.5 32B Instruct  ·  32.8B  ·  32K ctx' (params counted from the weights)."""
+    g = spec.geometry
+    quant = spec.available_quants[0]
+    n = weights_layout(spec, quant).n_params
+    size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    bits = [spec.name, size]
+    if g.is_moe:
+        active = weights_layout(spec, quant).n_active_params
+        bits.append(f"MoE {g.n_expert_used}/{g.n_expert}, {active / 1e9:.1f}B active")
+    bits.append(f"{tokens(g.context_length)} ctx")
+    if spec.imported:
+        bits.append("imported")
+    return "  ·  ".join(bits)
+
+
+class _WordFilter(QSortFilterProxyModel):
+    """Accepts rows whose search text holds every typed word."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._words: list[str] = []
+
+    def set_words(self, text: str) -> None:
+        self._words = text.lower().split()
+        self.invalidateFilter()
+
+    def filterAcceptsRow(  # noqa: N802 (Qt override)
+        self, row: int, parent: QModelIndex | QPersistentModelIndex
+    ) -> bool:
+        model = self.sourceModel()
+        index = model.index(row, 0, parent)
+        model_id = index.data(ID_ROLE)
+        if model_id is None:
+            return not self._words  # family headers only when not searching
+        text = str(index.data(SEARCH_ROLE))
+        return all(w in text for w in self._words)
+
+
+class ModelPicker(QComboBox):
+    model_picked = Signal(str)  # model id
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setEditable(True)
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.setMinimumContentsLength(40)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setToolTip("Type words of a model's name, size or family (e.g. \"qwen 32\")")
+        self._items = QStandardItemModel(self)
+        self.setModel(self._items)
+        self._filter = _WordFilter()
+        self._filter.setSourceModel(self._items)
+        self._completer = QCompleter(self._filter, self)
+        self._completer.setCompletionMode(QCompleter.CompletionMode.UnfilteredPopupCompletion)
+        self._completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.setCompleter(self._completer)
+        self._completer.activated[QModelIndex].connect(self._on_completer_activated)
+        self.lineEdit().textEdited.connect(self._filter.set_words)
+        self.lineEdit().setPlaceholderText("Search models…")
+        self.activated.connect(self._on_activated)
+
+    def set_models(self, specs: list[ModelSpec]) -> None:
+        current = self.current_id()
+        self.blockSignals(True)
+        self._items.clear()
+        by_family: dict[str, list[ModelSpec]] = {}
+        for s in specs:
+            by_family.setdefault(s.family or "Imported", []).append(s)
+        for family in sorted(by_family, key=str.lower):
+            header = QStandardItem(f"— {family} —")
+            header.setFlags(Qt.ItemFlag.NoItemFlags)
+            self._items.appendRow(header)
+            for s in sorted(by_family[family], key=lambda x: weights_layout(
+                x, x.available_quants[0]).n_params):
+                text = describe(s)
+                item = QStandardItem(text)
+                item.setData(s.id, ID_ROLE)
+                item.setData(f"{family} {text} {s.id}".lower(), SEARCH_ROLE)
+                item.setToolTip(f"{s.id}\nGeometry: {s.source or 'from the file'}")
+                self._items.appendRow(item)
+        self.blockSignals(False)
+        if current:
+            self.select(current)
+
+    def current_id(self) -> str | None:
+        value = self.currentData(ID_ROLE)
+        return str(value) if value else None
+
+    def select(self, model_id: str) -> bool:
+        for row in range(self._items.rowCount()):
+            if self._items.item(row).data(ID_ROLE) == model_id:
+                self.blockSignals(True)
+                self.setCurrentIndex(row)
+                self.blockSignals(False)
+                return True
+        return False
+
+    def _on_activated(self, row: int) -> None:
+        model_id = self._items.item(row).data(ID_ROLE)
+        if model_id:
+            self.model_picked.emit(str(model_id))
+
+    def _on_completer_activated(self, index: QModelIndex) -> None:
+        model_id = index.data(ID_ROLE)
+        if model_id:
+            self.select(str(model_id))
+            self._filter.set_words("")
+            self.model_picked.emit(str(model_id))

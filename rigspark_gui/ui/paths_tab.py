@@ -1,0 +1,123 @@
+"""Paths tab: one row per path with fit, shortfall, speed and the recommended badge."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rigspark_gui.core.chart_spec import fit_chart, speed_chart
+from rigspark_gui.core.paths import PathPlan
+from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.units import gib, human_bytes, tok_s_range
+from rigspark_gui.report.text import path_label
+from rigspark_gui.ui.charts import COLOURS, FitChartWidget, SpeedChartWidget
+
+COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
+
+
+def verdict_text(p: PathPlan, recommended: bool) -> str:
+    if not p.fits:
+        return "✗ does not fit"
+    return "★ recommended · ✓ fits" if recommended else "✓ fits"
+
+
+def prefill_text(p: PathPlan) -> str:
+    f = p.prefill
+    if not f.known or f.low_seconds is None or f.high_seconds is None:
+        return "unknown"
+    return f"{f.low_seconds:.1f}-{f.high_seconds:.1f} s for {f.prompt_tokens} tokens"
+
+
+class PathsTab(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.fit_chart = FitChartWidget()
+        self.speed_chart = SpeedChartWidget()
+        charts = QSplitter(Qt.Orientation.Horizontal)
+        charts.addWidget(self.fit_chart)
+        charts.addWidget(self.speed_chart)
+        charts.setSizes([640, 360])
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(charts)
+        split.addWidget(self.table)
+        split.setSizes([300, 200])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(split, 1)
+
+    def show_plan(self, plan: Plan) -> None:
+        rec = plan.recommended
+        if rec is not None:
+            p = next(x for x in plan.paths if x.path is rec)
+            speed = tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+            self.summary.setText(
+                f"<b>{plan.model_name}</b> runs on the <b>{path_label(p)}</b> path at "
+                f"<b>{p.quant}</b> — {gib(p.required_bytes)} of {gib(p.usable_bytes)}, "
+                f"{speed if p.throughput.known else 'speed unknown'}."
+            )
+        else:
+            self.summary.setText(
+                f"<b>{plan.model_name}</b> does not fit this rig at this context on any path."
+            )
+        self.fit_chart.show_chart(fit_chart(plan))
+        self.speed_chart.show_chart(speed_chart(plan))
+        self.table.setRowCount(len(plan.paths))
+        for r, p in enumerate(plan.paths):
+            self._fill_row(r, p, rec is p.path)
+
+    def _fill_row(self, r: int, p: PathPlan, recommended: bool) -> None:
+        b = p.breakdown
+        exact = (
+            f"weights {b.weights_bytes:,} B\nKV cache {b.kv_bytes:,} B\n"
+            f"compute buffer {b.compute_bytes:,} B (estimate)\nreserve {b.reserve_bytes:,} B\n"
+            f"required {p.required_bytes:,} B of usable {p.usable_bytes:,} B"
+        )
+        speed = (
+            tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+            if p.throughput.known
+            else "unknown"
+        )
+        cells = [
+            (path_label(p), f"devices: {', '.join(p.devices)}"
+             + (f"\n-ngl {p.ngl}" if p.ngl is not None else "")),
+            (verdict_text(p, recommended), "the first path that fits is recommended"),
+            (p.quant or "–", "the best quantization that fits (or the smallest tried)"),
+            (f"{gib(p.required_bytes)} / {gib(p.usable_bytes)}", exact),
+            (
+                f"needs {gib(p.shortfall_bytes)} more" if p.shortfall_bytes else "–",
+                f"{p.shortfall_bytes:,} B more usable memory before {p.quant} fits"
+                if p.shortfall_bytes
+                else "",
+            ),
+            (speed, p.throughput.basis),
+            (prefill_text(p), p.prefill.basis),
+            (p.reason.value if p.reason else "", "what limits this path"),
+        ]
+        for c, (text, tip) in enumerate(cells):
+            item = QTableWidgetItem(text)
+            item.setToolTip(tip)
+            if c == 1:
+                colour = COLOURS["compute"] if p.fits else COLOURS["shortfall"]
+                item.setForeground(QBrush(QColor(colour)))
+            self.table.setItem(r, c, item)
+        _ = human_bytes

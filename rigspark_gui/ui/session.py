@@ -1,0 +1,97 @@
+"""The planner's state: model, rig and settings in; a Plan out, on every change.
+
+Widgets call the setters; `plan_changed` carries the new Plan. Planning one model is a
+few milliseconds, so it runs synchronously; the slower catalog ranking and the KV
+comparison run in the background in their tabs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.plan import Plan, plan
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings, make_settings
+from rigspark_gui.core.throughput import PerfProfile
+
+
+class PlannerSession(QObject):
+    plan_changed = Signal(object)  # Plan
+    plan_failed = Signal(str)  # a one-line reason the current inputs cannot be planned
+    model_changed = Signal(object)  # ModelSpec
+    settings_changed = Signal(object)  # PlanSettings
+    rig_changed = Signal(object)  # Rig
+    models_changed = Signal()
+
+    def __init__(self, specs: list[ModelSpec], perf: PerfProfile) -> None:
+        super().__init__()
+        self._specs: dict[str, ModelSpec] = {s.id: s for s in specs}
+        self.perf = perf
+        self.spec: ModelSpec | None = None
+        self.rig: Rig | None = None
+        self.settings = PlanSettings()
+        self.plan: Plan | None = None
+
+    # ------------------------------------------------------------ models
+    @property
+    def specs(self) -> list[ModelSpec]:
+        return list(self._specs.values())
+
+    def spec_by_id(self, model_id: str) -> ModelSpec | None:
+        return self._specs.get(model_id)
+
+    def add_model(self, spec: ModelSpec) -> None:
+        self._specs[spec.id] = spec
+        self.models_changed.emit()
+
+    def set_model(self, model_id: str) -> None:
+        spec = self._specs.get(model_id)
+        if spec is None or spec is self.spec:
+            return
+        self.spec = spec
+        changes: dict[str, Any] = {}
+        if self.settings.context > spec.geometry.context_length:
+            changes["context"] = spec.geometry.context_length
+        if self.settings.quant is not None and self.settings.quant not in spec.available_quants:
+            changes["quant"] = None
+        if changes:
+            self.settings = self.settings.model_copy(update=changes)
+            self.settings_changed.emit(self.settings)
+        self.model_changed.emit(spec)
+        self.replan()
+
+    # ------------------------------------------------------------ inputs
+    def set_rig(self, rig: Rig) -> None:
+        self.rig = rig
+        self.rig_changed.emit(rig)
+        self.replan()
+
+    def update_settings(self, **changes: Any) -> bool:
+        """Apply setting changes; False (and plan_failed) when they are inconsistent."""
+        values = {**self.settings.model_dump(), **changes}
+        try:
+            new = make_settings(**values)
+        except RigSparkError as err:
+            self.plan_failed.emit(str(err))
+            return False
+        if new != self.settings:
+            self.settings = new
+            self.settings_changed.emit(new)
+            self.replan()
+        return True
+
+    # ------------------------------------------------------------ output
+    def replan(self) -> None:
+        if self.spec is None or self.rig is None:
+            return
+        try:
+            self.plan = plan(self.spec, self.rig, self.settings, self.perf)
+        except RigSparkError as err:
+            self.plan = None
+            self.plan_failed.emit(str(err))
+            return
+        self.plan_changed.emit(self.plan)

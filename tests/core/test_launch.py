@@ -1,0 +1,252 @@
+"""Launch commands: exact flags per engine, refusals, quoting, and the llama.cpp round trip."""
+
+import shlex
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.launch import (
+    Engine,
+    apply_llama_args,
+    launch_command,
+    launch_commands,
+    llama_server_command,
+    ollama_command,
+    parse_llama_args,
+    vllm_command,
+)
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.placement import (
+    CPU,
+    Placement,
+    auto_place,
+    move_experts,
+    move_layers,
+    uniform_placement,
+)
+from rigspark_gui.core.placement_strategies import even_split, fill_fastest_first
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.weights import weights_layout
+from tests.conftest import LLAMA_31_8B, make_rig, spec_of
+
+MOE = LLAMA_31_8B.model_copy(
+    update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
+)
+S = PlanSettings()
+
+
+def _flag(argv: tuple[str, ...], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def _round_trip(p: Placement, rig: Rig, s: PlanSettings = S, g=LLAMA_31_8B) -> Placement:
+    cmd = llama_server_command(p, spec_of(g), "Q4_K_M", s, rig)
+    assert cmd.supported, cmd.explanation
+    ngl, split, overrides = parse_llama_args(shlex.split(cmd.text)[1:])
+    return apply_llama_args(g, rig, s, ngl, split, overrides)
+
+
+def test_single_gpu_full_offload(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    cmd = llama_server_command(auto_place(LLAMA_31_8B, rig, S), llama8b, "Q4_K_M", S, rig)
+    assert cmd.argv[:3] == ("llama-server", "-m", "llama-3.1-8b-Q4_K_M.gguf")
+    assert _flag(cmd.argv, "-ngl") == "33" and _flag(cmd.argv, "-c") == "8192"
+    assert "--tensor-split" not in cmd.argv and "-ot" not in cmd.argv
+    assert _flag(cmd.argv, "-ctk") == "f16" and _flag(cmd.argv, "-fa") == "off"
+    assert _flag(cmd.argv, "-np") == "1"
+    assert cmd.env == ()
+
+
+def test_two_gpus_write_the_split_as_layer_counts(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    p = auto_place(LLAMA_31_8B, rig2x3090, S, tensor_split=[3.0, 1.0])
+    cmd = llama_server_command(p, llama8b, "Q4_K_M", S, rig2x3090)
+    assert _flag(cmd.argv, "--tensor-split") == "25,8"
+    assert dict(cmd.env) == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert cmd.text.startswith("CUDA_DEVICE_ORDER=PCI_BUS_ID llama-server")
+    assert _round_trip(p, rig2x3090) == p
+
+
+def test_partial_offload_uses_ngl(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    p = auto_place(LLAMA_31_8B, rig, S, ngl=20)
+    cmd = llama_server_command(p, llama8b, "Q4_K_M", S, rig)
+    assert _flag(cmd.argv, "-ngl") == "20" and "-ot" not in cmd.argv
+    assert _round_trip(p, rig) == p
+
+
+def test_hand_moved_layers_become_ot_rules(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    p = auto_place(LLAMA_31_8B, rig2x3090, S)
+    p = move_layers(p, ["blk.3", "blk.4"], CPU)
+    p = move_layers(p, ["blk.30"], "gpu:0")
+    cmd = llama_server_command(p, llama8b, "Q4_K_M", S, rig2x3090)
+    rules = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "-ot"]
+    assert r"^blk\.(3|4)\.=CPU" in rules and r"^blk\.30\.=CUDA0" in rules
+    assert any("KV cache" in n and "blk.3" in n for n in cmd.notes)
+    assert _round_trip(p, rig2x3090) == p
+
+
+def test_experts_to_cpu_rules_come_before_layer_rules() -> None:
+    rig = make_rig(2, vram_gib=80)
+    spec = spec_of(MOE)
+    p = auto_place(MOE, rig, S)
+    p = move_experts(p, ["blk.3", "blk.4"], CPU)
+    p = move_layers(p, ["blk.5"], "gpu:1")
+    p = move_experts(p, ["blk.5"], CPU)
+    cmd = llama_server_command(p, spec, "Q4_K_M", S, rig)
+    rules = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "-ot"]
+    assert rules[0] == r"^blk\.(3|4|5)\.ffn_.*_exps\.=CPU"
+    assert r"^blk\.5\.=CUDA1" in rules
+    assert _round_trip(p, rig, g=MOE) == p
+
+
+def test_n_cpu_moe_parses_as_expert_rules() -> None:
+    rig = make_rig(1, vram_gib=80)
+    ngl, split, ot = parse_llama_args(["-ngl", "99", "--n-cpu-moe", "2"])
+    p = apply_llama_args(MOE, rig, S, ngl, split, ot)
+    assert p.unit("blk.1").experts_device == CPU and p.unit("blk.2").experts_device is None
+
+
+def test_quantized_kv_comes_with_flash_attention(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    s = PlanSettings(kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0, flash_attn=True, parallel=4)
+    cmd = llama_server_command(auto_place(LLAMA_31_8B, rig, s), llama8b, "Q4_K_M", s, rig)
+    assert _flag(cmd.argv, "-ctv") == "q8_0" and _flag(cmd.argv, "-fa") == "on"
+    assert _flag(cmd.argv, "-np") == "4"
+    kobold = launch_command(
+        Engine.KOBOLDCPP, auto_place(LLAMA_31_8B, rig, s), llama8b, "Q4_K_M", s, rig
+    )
+    assert not kobold.supported  # koboldcpp has no parallel sequences
+    s1 = s.model_copy(update={"parallel": 1})
+    kobold = launch_command(
+        Engine.KOBOLDCPP, auto_place(LLAMA_31_8B, rig, s1), llama8b, "Q4_K_M", s1, rig
+    )
+    assert "--flashattention" in kobold.argv and _flag(kobold.argv, "--quantkv") == "1"
+
+
+def test_swa_full_and_ubatch_flags(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    s = PlanSettings(swa_full=True, n_ubatch=1024)
+    cmd = llama_server_command(auto_place(LLAMA_31_8B, rig, s), llama8b, "Q4_K_M", s, rig)
+    assert "--swa-full" in cmd.argv and _flag(cmd.argv, "-ub") == "1024"
+
+
+def test_koboldcpp_split_and_overrides(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    p = move_layers(auto_place(LLAMA_31_8B, rig2x3090, S), ["blk.7"], CPU)
+    cmd = launch_command(Engine.KOBOLDCPP, p, llama8b, "Q4_K_M", S, rig2x3090)
+    i = cmd.argv.index("--tensor_split")
+    assert cmd.argv[i + 1 : i + 3] == ("16", "16")
+    assert _flag(cmd.argv, "--overridetensors") == r"^blk\.7\.=CPU"
+    ngl, split, ot = parse_llama_args(cmd.argv)
+    assert apply_llama_args(LLAMA_31_8B, rig2x3090, S, ngl, split, ot) == p
+
+
+def test_ollama_modelfile_and_refusals(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    s = PlanSettings(kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0, flash_attn=True, parallel=2)
+    p = auto_place(LLAMA_31_8B, rig, s, ngl=20)
+    cmd = ollama_command(p, llama8b, "Q4_K_M", s, rig)
+    assert cmd.supported
+    assert "PARAMETER num_gpu 20" in cmd.text and "PARAMETER num_ctx 4096" in cmd.text
+    assert dict(cmd.env)["OLLAMA_KV_CACHE_TYPE"] == "q8_0"
+    assert dict(cmd.env)["OLLAMA_FLASH_ATTENTION"] == "1"
+    mixed = s.model_copy(update={"kv_k": KvCacheType.F16})
+    refused = ollama_command(p, llama8b, "Q4_K_M", mixed, rig)
+    assert not refused.supported and "one type to K and V" in refused.explanation
+    hand = ollama_command(move_layers(p, ["blk.31"], CPU), llama8b, "Q4_K_M", s, rig)
+    assert not hand.supported and "-ot" in hand.explanation
+    assert "cannot run" in hand.text
+
+
+def test_vllm_pipeline_tensor_parallel_and_refusals(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    s = PlanSettings(backend=Backend.VLLM, kv_k=KvCacheType.FP8, kv_v=KvCacheType.FP8)
+    even = even_split(LLAMA_31_8B, rig2x3090, s)
+    cmd = vllm_command(even, llama8b, s, rig2x3090)
+    assert _flag(cmd.argv, "--tensor-parallel-size") == "2"
+    assert _flag(cmd.argv, "--kv-cache-dtype") == "fp8"
+    assert _flag(cmd.argv, "--max-model-len") == "8192"
+    assert _flag(cmd.argv, "--gpu-memory-utilization") == "0.90"
+    uneven = auto_place(LLAMA_31_8B, rig2x3090, s, tensor_split=[3.0, 1.0])
+    cmd = vllm_command(uneven, llama8b, s, rig2x3090)
+    assert _flag(cmd.argv, "--pipeline-parallel-size") == "2"
+    assert dict(cmd.env)["VLLM_PP_LAYER_PARTITION"] == "25,7"
+    offload = auto_place(LLAMA_31_8B, rig2x3090, s, ngl=20)
+    refused = vllm_command(offload, llama8b, s, rig2x3090)
+    assert not refused.supported and "cannot offload single layers" in refused.explanation
+    q8 = launch_command(
+        Engine.VLLM,
+        even,
+        llama8b,
+        "Q4_K_M",
+        S.model_copy(update={"kv_v": KvCacheType.Q8_0, "flash_attn": True}),
+        rig2x3090,
+    )
+    assert not q8.supported and "auto" in q8.explanation
+
+
+def test_lm_studio_fraction(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    cmd = launch_command(
+        Engine.LM_STUDIO, auto_place(LLAMA_31_8B, rig, S, ngl=11), llama8b, "Q4_K_M", S, rig
+    )
+    assert _flag(cmd.argv, "--gpu") == "0.3333" and _flag(cmd.argv, "--context-length") == "8192"
+    full = launch_command(
+        Engine.LM_STUDIO, auto_place(LLAMA_31_8B, rig, S), llama8b, "Q4_K_M", S, rig
+    )
+    assert _flag(full.argv, "--gpu") == "max"
+
+
+def test_hostile_model_names_stay_one_quoted_word() -> None:
+    evil = "$(rm -rf ~)"
+    spec = ModelSpec(id=evil, name=evil, geometry=LLAMA_31_8B, quants=("Q4_K_M",))
+    rig = make_rig(1)
+    p = auto_place(LLAMA_31_8B, rig, S)
+    for cmd in launch_commands(p, spec, "Q4_K_M", S, rig):
+        if not cmd.supported:
+            continue
+        for line in cmd.text.splitlines():
+            if line.startswith(("#", "FROM", "PARAMETER")) or not line:
+                continue
+            for word in shlex.split(line):
+                if "$(" in word:  # only ever a whole, single-quoted argument
+                    assert word in cmd.argv and shlex.quote(word) in line
+    path = "/tmp/`reboot`; x.gguf"
+    cmd = llama_server_command(p, spec, "Q4_K_M", S, rig, model_path=path)
+    assert shlex.split(cmd.text)[2] == path
+    ollama = ollama_command(p, spec, "Q4_K_M", S, rig)
+    assert "ollama create rm-rf-q4_k_m" in ollama.text
+
+
+def test_strategies_are_llama_shaped(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    layout = weights_layout(llama8b, "Q4_K_M")
+    p = fill_fastest_first(LLAMA_31_8B, layout, rig2x3090, S)
+    cmd = llama_server_command(p, llama8b, "Q4_K_M", S, rig2x3090)
+    assert "-ot" not in cmd.argv
+    cpu = llama_server_command(
+        uniform_placement(LLAMA_31_8B, rig2x3090, S, CPU), llama8b, "Q4_K_M", S, rig2x3090
+    )
+    assert _flag(cpu.argv, "-ngl") == "0"
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ngl=st.integers(0, 33),
+    split=st.lists(st.integers(0, 5), min_size=2, max_size=2).filter(any),
+    moves=st.lists(
+        st.tuples(st.integers(0, 32), st.sampled_from([CPU, "gpu:0", "gpu:1"])), max_size=6
+    ),
+    experts=st.lists(st.integers(0, 31), max_size=4),
+)
+def test_round_trip_through_llama_cpp_rule(
+    ngl: int, split: list[int], moves: list[tuple[int, str]], experts: list[int]
+) -> None:
+    rig = make_rig(2, vram_gib=80)
+    p = auto_place(MOE, rig, S, ngl=ngl, tensor_split=[float(x) for x in split])
+    for slot, dev in moves:
+        p = move_layers(p, ["output" if slot == 32 else f"blk.{slot}"], dev)
+    if experts:
+        p = move_experts(p, [f"blk.{i}" for i in experts], CPU)
+    assert _round_trip(p, rig, g=MOE) == p

@@ -1,0 +1,52 @@
+"""The engine stays pure, and nothing in the program reaches the network."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_core_imports_no_qt_hardware_or_io_packages() -> None:
+    code = (
+        "import sys, pkgutil, importlib, rigspark_gui.core as c\n"
+        "for m in pkgutil.iter_modules(c.__path__): importlib.import_module('rigspark_gui.core.' + m.name)\n"
+        "bad = [m for m in ('PySide6', 'pyqtgraph', 'psutil', 'pynvml', 'gguf', 'socket') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_import_contracts_hold() -> None:
+    lint = Path(sys.executable).parent / "lint-imports"
+    out = subprocess.run([str(lint)], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stdout[-2000:]
+
+
+NO_NETWORK = """
+import socket, sys
+def refuse(*a, **k):
+    raise RuntimeError("network access attempted")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+from rigspark_gui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_works_with_sockets_blocked() -> None:
+    for argv in (
+        ["plan", "--model", "qwen2.5-7b-instruct", "--rig", "examples/rig-2x3090.json", "--json"],
+        ["detect", "--json"],
+        ["models"],
+    ):
+        out = subprocess.run([sys.executable, "-c", NO_NETWORK, *argv], capture_output=True,
+                             text=True, cwd=ROOT, check=False)
+        assert out.returncode == 0, out.stderr
+        assert "network access attempted" not in out.stderr
