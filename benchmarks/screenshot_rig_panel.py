@@ -69,6 +69,9 @@ def main(argv: list[str]) -> int:
     panel.set_detected(sample_rig())
     # Show an edit so the badge and a user figure appear in the picture.
     panel.set_gpu_reserve_bytes(2, 1024 * MIB)
+    display_gpu = panel.device_tree.topLevelItem(2)
+    if display_gpu is not None:
+        panel.device_tree.setCurrentItem(display_gpu)
     panel.show()
     app.processEvents()
     # The list's columns size themselves once shown; then the hint covers them all.

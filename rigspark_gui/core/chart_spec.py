@@ -13,8 +13,8 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_total_bytes
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.weights import weights_layout
 from rigspark_gui.core.units import GIB, gib, tok_s_range
+from rigspark_gui.core.weights import weights_layout
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
 SEGMENT_LABELS = {

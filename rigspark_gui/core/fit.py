@@ -23,7 +23,7 @@ from rigspark_gui.core.placement import (
     HEADROOM,
     device_capacity,
     gpu_device,
-    llama_cpp_slots,
+    llama_cpp_ranges,
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
@@ -68,6 +68,25 @@ def _weight_prefix(block_bytes: tuple[int, ...]) -> tuple[int, ...]:
     return _prefix(block_bytes)
 
 
+def _cells(g: Geometry, s: PlanSettings) -> tuple[int, int]:
+    """(cells of a full-attention layer, cells of a sliding one)."""
+    full = kv_cells(g, g.n_layer, s) if not g.is_sliding(g.n_layer) else 0
+    if not full:
+        full = kv_cells(g, next((i for i in range(g.n_layer) if not g.is_sliding(i)), 0), s)
+    swa = 0
+    if g.swa_pattern is not None and g.swa_pattern > 1 and g.n_layer > 0:
+        swa = kv_cells(g, 0, s)  # layer 0 slides under every pattern p > 1
+    return full, swa
+
+
+def kv_total_fast(g: Geometry, s: PlanSettings) -> int:
+    """kv_cache.kv_total_bytes from the cached per-layer tables."""
+    t = _layer_tables(g, s.kv_k, s.kv_v)
+    full, swa = _cells(g, s)
+    n = g.n_layer
+    return t.full_rows[n] * full + t.swa_rows[n] * swa + t.recurrent[n] * 4 * s.parallel
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceTally:
     device: str
@@ -101,10 +120,8 @@ class FitEvaluator:
         self.g, self.layout, self.rig, self.s = g, layout, rig, s
         self._t = _layer_tables(g, s.kv_k, s.kv_v)
         self._w = _weight_prefix(layout.block_bytes)
-        full_cells = kv_cells(g, self._t.first_full[0], s) if g.n_layer else 0
-        swa_layer = next((il for il in range(g.n_layer) if g.is_sliding(il)), None)
-        self._full_cells = full_cells
-        self._swa_cells = kv_cells(g, swa_layer, s) if swa_layer is not None else 0
+        self._e = _weight_prefix(layout.block_expert_bytes)
+        self._full_cells, self._swa_cells = _cells(g, s)
         self._rec_scale = 4 * s.parallel
 
     def _kv(self, lo: int, hi: int) -> int:
@@ -121,30 +138,33 @@ class FitEvaluator:
 
     def tally(self, slots: Sequence[str]) -> dict[str, DeviceTally]:
         """Per-device loads for a slot assignment (n_layer blocks + output), input on CPU."""
+        return self.tally_ranges(runs(slots))
+
+    def tally_ranges(self, ranges: Sequence[tuple[str, int, int]]) -> dict[str, DeviceTally]:
+        """Per-device loads for (device, first slot, end slot) runs covering every slot."""
         g, layout = self.g, self.layout
         n = g.n_layer
         weights: dict[str, int] = {CPU: layout.input_bytes}
         kv: dict[str, int] = {CPU: 0}
         layers: dict[str, list[int]] = {CPU: []}
-        lo = 0
-        while lo < n:
-            d = slots[lo]
-            hi = lo + 1
-            while hi < n and slots[hi] == d:
-                hi += 1
+        out_dev = CPU
+        for d, lo, end in ranges:
+            hi = min(end, n)
+            if end > n:
+                out_dev = d
+            rep = layers.setdefault(d, [])
+            if hi <= lo:
+                continue
             weights[d] = weights.get(d, 0) + self._w[hi] - self._w[lo]
             kv[d] = kv.get(d, 0) + self._kv(lo, hi)
             # the compute buffer depends on the largest cache any layer attends over:
             # one full-attention layer (else any layer) represents the run.
             full = self._t.first_full[lo]
-            layers.setdefault(d, []).append(full if full < hi else lo)
-            lo = hi
-        out_dev = slots[n]
+            rep.append(full if full < hi else lo)
         weights[out_dev] = weights.get(out_dev, 0) + layout.output_bytes
         if out_dev != CPU:
             weights[out_dev] += layout.tied_head_bytes
-        layers.setdefault(out_dev, [])
-        any_gpu = any(d != CPU for d in slots)
+        any_gpu = any(d != CPU for d, _, _ in ranges)
         result: dict[str, DeviceTally] = {}
         for d, lay in layers.items():
             compute = device_compute_bytes(g, self.s, lay, d == out_dev)
@@ -161,6 +181,28 @@ class FitEvaluator:
             )
         return result
 
+    def read_bytes(self, ranges: Sequence[tuple[str, int, int]], depth: int) -> dict[str, float]:
+        """Bytes each device streams per decode step at `depth` tokens (experts: active
+        share only); the fast twin of throughput.bytes_read_per_token."""
+        n = self.g.n_layer
+        t = self._t
+        frac = self.layout.expert_fraction_active
+        full = min(depth, self._full_cells)
+        swa = min(depth, self._swa_cells)
+        read: dict[str, float] = {}
+        for d, lo, end in ranges:
+            hi = min(end, n)
+            b = 0.0
+            if hi > lo:
+                experts = self._e[hi] - self._e[lo]
+                b += self._w[hi] - self._w[lo] - experts + experts * frac
+                b += (t.full_rows[hi] - t.full_rows[lo]) * full
+                b += (t.swa_rows[hi] - t.swa_rows[lo]) * swa
+            if end > n:
+                b += self.layout.output_bytes + self.layout.tied_head_bytes
+            read[d] = read.get(d, 0.0) + b
+        return read
+
     def default_split(self, gpu_ids: Sequence[int]) -> list[float]:
         return [float(max(self.rig.gpus[i].memory_bytes, 1)) for i in gpu_ids]
 
@@ -168,7 +210,7 @@ class FitEvaluator:
         self, ngl: int, gpu_ids: Sequence[int], split: Sequence[float] | None = None
     ) -> dict[str, DeviceTally]:
         split = self.default_split(gpu_ids) if split is None else split
-        return self.tally(llama_cpp_slots(self.g.n_layer, ngl, split, gpu_ids))
+        return self.tally_ranges(llama_cpp_ranges(self.g.n_layer, ngl, split, gpu_ids))
 
     def max_ngl(self, gpu_ids: Sequence[int]) -> int:
         """The largest -ngl whose GPU loads all fit (0 if not even the head fits)."""
@@ -211,4 +253,15 @@ class FitEvaluator:
         return counts
 
 
-__all__ = ["DeviceTally", "FitEvaluator"]
+def runs(slots: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Run-length form of a slot list: (device, first, end) in order."""
+    out: list[tuple[str, int, int]] = []
+    lo = 0
+    for i in range(1, len(slots) + 1):
+        if i == len(slots) or slots[i] != slots[lo]:
+            out.append((slots[lo], lo, i))
+            lo = i
+    return out
+
+
+__all__ = ["DeviceTally", "FitEvaluator", "runs"]

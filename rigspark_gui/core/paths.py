@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from rigspark_gui.core.fit import DeviceTally, FitEvaluator
+from rigspark_gui.core.fit import DeviceTally, FitEvaluator, kv_total_fast
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
@@ -25,21 +25,22 @@ from rigspark_gui.core.placement import (
     auto_place,
     device_loads,
     gpu_device,
-    llama_cpp_slots,
+    llama_cpp_ranges,
     uniform_placement,
 )
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import (
     PerfProfile,
     Prefill,
     Throughput,
-    estimate_decode,
-    estimate_prefill,
+    decode_from_reads,
+    prefill_from_reads,
 )
 from rigspark_gui.core.weights import WeightsLayout, file_bytes_estimate, weights_layout
 
 PLAN_SCHEMA_VERSION = 1
+DISCRETE_VENDORS = (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)
 
 
 class PathName(StrEnum):
@@ -94,10 +95,14 @@ class PathCandidate:
         self.gpu_ids = list(gpu_ids)
 
 
+def is_discrete(g: Gpu) -> bool:
+    return not g.unified and g.vendor in DISCRETE_VENDORS and g.memory_bytes > 0
+
+
 def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
     out: list[PathCandidate] = []
     unified = [i for i, g in enumerate(rig.gpus) if g.unified and g.memory_bytes > 0]
-    discrete = [i for i, g in enumerate(rig.gpus) if g in rig.discrete_gpus]
+    discrete = [i for i, g in enumerate(rig.gpus) if is_discrete(g)]
     if not cpu_only:
         if rig.unified_memory and unified:
             out.append(PathCandidate(PathName.UNIFIED, unified[:1]))
@@ -113,24 +118,29 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
     return out
 
 
+Ranges = list[tuple[str, int, int]]
+
+
 def _slots_for(
     ev: FitEvaluator, cand: PathCandidate
-) -> tuple[list[str], int | None, list[float] | None]:
-    """Slot devices, -ngl and --tensor-split (None: llama.cpp's default) of a path."""
+) -> tuple[Ranges, int | None, list[float] | None]:
+    """Slot runs, -ngl and --tensor-split (None: llama.cpp's default) of a path."""
     n = ev.g.n_layer
     if cand.name is PathName.CPU:
-        return [CPU] * (n + 1), 0, None
+        return [(CPU, 0, n + 1)], 0, None
     if cand.name is PathName.UNIFIED:
-        return [gpu_device(cand.gpu_ids[0])] * (n + 1), n + 1, None
+        return [(gpu_device(cand.gpu_ids[0]), 0, n + 1)], n + 1, None
     ids = cand.gpu_ids
     ngl = ev.max_ngl(ids) if cand.name is PathName.CPU_OFFLOAD else n + 1
-    slots = llama_cpp_slots(n, ngl, ev.default_split(ids), ids)
-    if cand.name is PathName.MULTI_GPU and not all(t.fits for t in ev.tally(slots).values()):
+    ranges = llama_cpp_ranges(n, ngl, ev.default_split(ids), ids)
+    if cand.name is PathName.MULTI_GPU and not all(
+        t.fits for t in ev.tally_ranges(ranges).values()
+    ):
         split = ev.fill_split(ids)
-        filled = llama_cpp_slots(n, ngl, split, ids)
-        if all(t.fits for t in ev.tally(filled).values()):
+        filled = llama_cpp_ranges(n, ngl, split, ids)
+        if all(t.fits for t in ev.tally_ranges(filled).values()):
             return filled, ngl, split
-    return slots, ngl, None
+    return ranges, ngl, None
 
 
 def _measure(
@@ -164,7 +174,7 @@ def _measure(
 class _Trial:
     quant: str
     layout: WeightsLayout
-    slots: list[str]
+    ranges: Ranges
     ngl: int | None
     split: list[float] | None
     fits: bool
@@ -177,9 +187,25 @@ class _Trial:
 def _try(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> _Trial:
     layout = weights_layout(spec, quant)
     ev = FitEvaluator(spec.geometry, layout, rig, s)
-    slots, ngl, split = _slots_for(ev, cand)
-    fits, required, usable, shortfall, breakdown = _measure(ev.tally(slots), cand)
-    return _Trial(quant, layout, slots, ngl, split, fits, required, usable, shortfall, breakdown)
+    ranges, ngl, split = _slots_for(ev, cand)
+    fits, required, usable, shortfall, breakdown = _measure(ev.tally_ranges(ranges), cand)
+    return _Trial(quant, layout, ranges, ngl, split, fits, required, usable, shortfall, breakdown)
+
+
+def _surely_too_big(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str
+) -> bool:
+    """A cheap lower bound: weights plus KV beyond everything the path's devices hold."""
+    layout = weights_layout(spec, quant)
+    need = layout.total_bytes + kv_total_fast(spec.geometry, s)
+    if cand.name is PathName.CPU:
+        usable = rig.ram_usable_bytes
+    else:
+        need -= layout.input_bytes  # stays on the CPU
+        usable = sum(rig.gpus[i].capacity_bytes for i in cand.gpu_ids)
+        if cand.name is PathName.CPU_OFFLOAD:
+            usable += rig.ram_usable_bytes + layout.input_bytes
+    return need > usable
 
 
 def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list[str]:
@@ -191,7 +217,8 @@ def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list
     return quants
 
 
-def placement_from_slots(spec: ModelSpec, rig: Rig, s: PlanSettings, slots: list[str]) -> Placement:
+def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ranges) -> Placement:
+    slots = [d for d, lo, hi in ranges for _ in range(lo, hi)]
     p = uniform_placement(spec.geometry, rig, s, CPU)
     units = tuple(
         u if u.index < 0 else u.model_copy(update={"device": slots[u.index]}) for u in p.units
@@ -205,7 +232,7 @@ def plan_path(
     s: PlanSettings,
     perf: PerfProfile,
     cand: PathCandidate,
-) -> tuple[PathPlan, Placement, WeightsLayout]:
+) -> tuple[PathPlan, WeightsLayout]:
     g = spec.geometry
     quants = quants_to_try(spec, s, cand)
     if not quants:
@@ -213,7 +240,9 @@ def plan_path(
     chosen: _Trial | None = None
     last: _Trial | None = None
     context_ok = s.context <= g.context_length
-    for q in quants:
+    for i, q in enumerate(quants):
+        if i < len(quants) - 1 and _surely_too_big(spec, rig, s, cand, q):
+            continue  # the last quant is always tried in full: its figures are shown
         trial = _try(spec, rig, s, cand, q)
         last = trial
         if trial.fits and context_ok:
@@ -237,16 +266,24 @@ def plan_path(
         shortfall = shown.shortfall
     elif disk_short:
         reason = Reason.DISK
-    placement = placement_from_slots(spec, rig, s, shown.slots)
     if fits:
-        throughput = estimate_decode(placement, g, shown.layout, rig, s, perf)
-        prefill = estimate_prefill(placement, g, shown.layout, rig, s, perf)
+        ev = FitEvaluator(g, shown.layout, rig, s)
+        depth = min(s.prompt_tokens, s.context)
+        throughput = decode_from_reads(
+            ev.read_bytes(shown.ranges, s.context),
+            ev.read_bytes(shown.ranges, depth),
+            max(len([r for r in shown.ranges if r[2] > 0]) - 1, 0),
+            rig,
+            s,
+            perf,
+        )
+        prefill = prefill_from_reads(ev.read_bytes(shown.ranges, 0), shown.layout, rig, s, perf)
     else:
         throughput = Throughput(basis="unknown: does not fit")
         prefill = Prefill(
             prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"
         )
-    devices = tuple(sorted({d for d in shown.slots} | {CPU}, key=lambda d: (d != CPU, d)))
+    devices = tuple(sorted({d for d, _, _ in shown.ranges} | {CPU}, key=lambda d: (d != CPU, d)))
     plan = PathPlan(
         path=cand.name,
         fits=fits,
@@ -264,7 +301,7 @@ def plan_path(
         prefill=prefill,
         file_bytes=file_bytes,
     )
-    return plan, placement, shown.layout
+    return plan, shown.layout
 
 
 def recommended_placement(

@@ -9,7 +9,7 @@ proportional to free memory); the input embedding always stays on the CPU.
 
 from __future__ import annotations
 
-import bisect
+import struct
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
@@ -127,10 +127,12 @@ def _units(g: Geometry, devices: Sequence[str]) -> tuple[UnitPlacement, ...]:
     return tuple(out)
 
 
-def llama_cpp_slots(
-    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
-) -> list[str]:
-    """Device of each of the n_layer + 1 slots under llama.cpp's -ngl/--tensor-split rule."""
+def _f32(x: float) -> float:
+    """Round to float32: llama.cpp computes the split points in `float`."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def _check_split(ngl: int, split: Sequence[float], gpu_ids: Sequence[int]) -> None:
     if ngl < 0:
         raise InvalidPlacementError("-ngl cannot be negative")
     if gpu_ids and len(split) != len(gpu_ids):
@@ -139,22 +141,57 @@ def llama_cpp_slots(
         )
     if any(x < 0 for x in split) or (gpu_ids and sum(split) <= 0):
         raise InvalidPlacementError("--tensor-split needs non-negative values with a positive sum")
+
+
+def llama_cpp_ranges(
+    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
+) -> list[tuple[str, int, int]]:
+    """(device, first slot, end slot) runs of llama.cpp's -ngl/--tensor-split rule over the
+    n_layer + 1 slots (the head is slot n_layer), in slot order, empty runs left out.
+
+    A slot at fraction x = (i - start) / active goes to the GPU whose cumulative split
+    bound is the first one above x (std::upper_bound), in float32 as llama.cpp does."""
+    _check_split(ngl, split, gpu_ids)
     slots = n_layer + 1
     start = max(slots - ngl, 0)
     active = min(ngl, slots) if gpu_ids else 0
-    total = float(sum(split)) if gpu_ids else 1.0
-    bounds: list[float] = []
+    if active == 0:
+        return [(CPU, 0, slots)]
+    out: list[tuple[str, int, int]] = []
+    if start > 0:
+        out.append((CPU, 0, start))
     acc = 0.0
+    cumulative = []
     for x in split:
-        acc += x
-        bounds.append(acc / total)
+        acc = _f32(acc + _f32(x))
+        cumulative.append(acc)
+    bounds = [_f32(c / acc) for c in cumulative]
+    end = start + active
+    lo = start
+    last = len(gpu_ids) - 1
+    for k, gid in enumerate(gpu_ids):
+        if k == last:
+            hi = end  # upper_bound past every bound is clamped to the last device
+        else:
+            # first slot whose fraction reaches bounds[k]
+            hi = min(end, max(lo, start + int(bounds[k] * active) - 1))
+            while hi > lo and _f32((hi - 1 - start) / active) >= bounds[k]:
+                hi -= 1
+            while hi < end and _f32((hi - start) / active) < bounds[k]:
+                hi += 1
+        if hi > lo:
+            out.append((gpu_device(gid), lo, hi))
+        lo = hi
+    return out
+
+
+def llama_cpp_slots(
+    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
+) -> list[str]:
+    """Device of each of the n_layer + 1 slots under llama.cpp's -ngl/--tensor-split rule."""
     out: list[str] = []
-    for il in range(slots):
-        if il < start or il - start >= active:
-            out.append(CPU)
-            continue
-        k = bisect.bisect_right(bounds, (il - start) / active)
-        out.append(gpu_device(gpu_ids[min(k, len(gpu_ids) - 1)]))
+    for device, lo, hi in llama_cpp_ranges(n_layer, ngl, split, gpu_ids):
+        out.extend([device] * (hi - lo))
     return out
 
 

@@ -86,3 +86,23 @@ def fill_fastest_first(
             idx = int(d.split(":")[1])
             counts[idx] = max(counts[idx] - 1, 0)
     return _place_counts(g, rig, s, counts)
+
+
+def fit_by_ngl(
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    kv_layers: Sequence[int] | None = None,
+) -> Placement:
+    """llama.cpp's own rule (split by free memory) at the largest -ngl no GPU is over at."""
+    if not rig.gpus:
+        return auto_place(g, rig, s, ngl=0)
+    lo, hi = 0, g.n_layer + 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _over(auto_place(g, rig, s, ngl=mid), g, layout, rig, s, kv_layers):
+            hi = mid - 1
+        else:
+            lo = mid
+    return auto_place(g, rig, s, ngl=lo)

@@ -122,8 +122,8 @@ def plan(
 
 def _fits_at(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> bool:
     ev = FitEvaluator(spec.geometry, weights_layout(spec, quant), rig, s)
-    slots, _, _ = _slots_for(ev, cand)
-    return _measure(ev.tally(slots), cand)[0]
+    ranges, _, _ = _slots_for(ev, cand)
+    return _measure(ev.tally_ranges(ranges), cand)[0]
 
 
 def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:

@@ -7,8 +7,7 @@ from enum import StrEnum
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
-from rigspark_gui.core.paths import PathName
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.paths import PathName, PathPlan, candidate_paths, plan_path
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
@@ -39,6 +38,22 @@ class RankedModel(Frozen):
     note: str = ""
 
 
+def _first_fit(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, perf: PerfProfile
+) -> tuple[PathPlan | None, list[PathPlan]]:
+    """The recommended path (first that fits), planning no further than needed."""
+    tried: list[PathPlan] = []
+    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
+        spec.cpu_only_quants
+    )
+    for cand in candidate_paths(rig, cpu_only):
+        p, _ = plan_path(spec, rig, s, perf, cand)
+        tried.append(p)
+        if p.fits:
+            return p, tried
+    return None, tried
+
+
 def rank_models(
     specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, perf: PerfProfile
 ) -> list[RankedModel]:
@@ -48,24 +63,38 @@ def rank_models(
         settings = s.model_copy(update={"context": ctx, "quant": None})
         params = weights_layout(spec, spec.available_quants[0]).n_params
         try:
-            p = plan(spec, rig, settings, perf)
+            best, tried = _first_fit(spec, rig, settings, perf)
         except RigSparkError as err:
             rows.append(
                 RankedModel(
-                    model_id=spec.id, name=spec.name, family=spec.family, params=params,
-                    verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
-                    low_tok_s=None, high_tok_s=None, note=str(err),
+                    model_id=spec.id,
+                    name=spec.name,
+                    family=spec.family,
+                    params=params,
+                    verdict=Verdict.NO,
+                    path=None,
+                    quant=None,
+                    required_bytes=0,
+                    low_tok_s=None,
+                    high_tok_s=None,
+                    note=str(err),
                 )
             )
             continue
-        best = next((x for x in p.paths if x.fits), None)
         if best is None:
-            smallest = min(p.paths, key=lambda x: x.shortfall_bytes or 0)
+            smallest = min(tried, key=lambda x: x.shortfall_bytes or 0)
             rows.append(
                 RankedModel(
-                    model_id=spec.id, name=spec.name, family=spec.family, params=params,
-                    verdict=Verdict.NO, path=None, quant=smallest.quant,
-                    required_bytes=smallest.required_bytes, low_tok_s=None, high_tok_s=None,
+                    model_id=spec.id,
+                    name=spec.name,
+                    family=spec.family,
+                    params=params,
+                    verdict=Verdict.NO,
+                    path=None,
+                    quant=smallest.quant,
+                    required_bytes=smallest.required_bytes,
+                    low_tok_s=None,
+                    high_tok_s=None,
                     note=f"needs {smallest.shortfall_bytes or 0:,} B more on {smallest.path}",
                 )
             )
@@ -75,10 +104,17 @@ def rank_models(
         note = "" if ctx == s.context else f"context capped at {ctx}"
         rows.append(
             RankedModel(
-                model_id=spec.id, name=spec.name, family=spec.family, params=params,
-                verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
-                quant=best.quant, required_bytes=best.required_bytes,
-                low_tok_s=t.low_tok_s, high_tok_s=t.high_tok_s, note=note,
+                model_id=spec.id,
+                name=spec.name,
+                family=spec.family,
+                params=params,
+                verdict=Verdict.SLOW if slow else Verdict.FITS,
+                path=best.path,
+                quant=best.quant,
+                required_bytes=best.required_bytes,
+                low_tok_s=t.low_tok_s,
+                high_tok_s=t.high_tok_s,
+                note=note,
             )
         )
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}

@@ -118,33 +118,51 @@ def estimate_decode(
     perf: PerfProfile,
 ) -> Throughput:
     depth_short = min(s.prompt_tokens, s.context)
-    reads_long = bytes_read_per_token(placement, g, layout, s, s.context)
-    reads_short = bytes_read_per_token(placement, g, layout, s, depth_short)
+    return decode_from_reads(
+        bytes_read_per_token(placement, g, layout, s, s.context),
+        bytes_read_per_token(placement, g, layout, s, depth_short),
+        _boundaries(placement),
+        rig,
+        s,
+        perf,
+    )
+
+
+def decode_from_reads(
+    reads_long: dict[str, float],
+    reads_short: dict[str, float],
+    boundaries: int,
+    rig: Rig,
+    s: PlanSettings,
+    perf: PerfProfile,
+) -> Throughput:
+    """Decode range from the bytes each device reads per token at the full context (slow
+    end, low efficiency) and at the prompt's depth (fast end, high efficiency)."""
     slow = fast = 0.0
     worst_dev, worst_t = None, -1.0
     for device, b_long in reads_long.items():
         if b_long <= 0:
             continue
         bw = _bandwidth(rig, device)
-        entry = perf.backends.get(_perf_key(device, rig, s))
+        key = _perf_key(device, rig, s)
+        entry = perf.backends.get(key)
         what = "CPU memory bandwidth" if device == CPU else f"{device} bandwidth"
         if bw is None:
             return Throughput(basis=f"unknown: {what} is not known (no measured or spec figure)")
         if entry is None:
-            return Throughput(
-                basis=f"unknown: no calibrated {_perf_key(device, rig, s)} decode efficiency"
-            )
+            return Throughput(basis=f"unknown: no calibrated {key} decode efficiency")
         eff = entry.decode_efficiency
         t_slow = b_long / (bw * 1e9 * eff.low)
         slow += t_slow
-        fast += reads_short[device] / (bw * 1e9 * eff.high)
+        fast += reads_short.get(device, 0.0) / (bw * 1e9 * eff.high)
         if t_slow > worst_t:
             worst_dev, worst_t = device, t_slow
-    hops = _boundaries(placement) * perf.hop_seconds
+    hops = boundaries * perf.hop_seconds
     slow += hops
     fast += hops
-    if slow <= 0:
+    if slow <= 0 or fast <= 0:
         return Throughput(basis="unknown: nothing to read")
+    depth_short = min(s.prompt_tokens, s.context)
     basis = (
         f"estimated: memory-bound decode at {depth_short}-{s.context} tokens of context, "
         "bandwidth x calibrated efficiency"
@@ -171,12 +189,26 @@ def estimate_prefill(
     s: PlanSettings,
     perf: PerfProfile,
 ) -> Prefill:
+    return prefill_from_reads(
+        bytes_read_per_token(placement, g, layout, s, 0), layout, rig, s, perf
+    )
+
+
+def prefill_from_reads(
+    weight_reads: dict[str, float],
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    perf: PerfProfile,
+) -> Prefill:
+    """Prefill time; each device multiplies the share of active parameters it reads."""
     tokens = min(s.prompt_tokens, s.context)
-    share = _param_share(placement, g, layout)
+    total = sum(weight_reads.values())
     slow = fast = 0.0
-    for device, params in share.items():
-        if params <= 0:
+    for device, b in weight_reads.items():
+        if b <= 0 or total <= 0:
             continue
+        params = layout.n_active_params * b / total
         flops = _flops(rig, device)
         entry = perf.backends.get(_perf_key(device, rig, s))
         if flops is None:
@@ -187,6 +219,8 @@ def estimate_prefill(
         work = 2.0 * params * tokens
         slow += work / (flops * entry.prefill_efficiency.low)
         fast += work / (flops * entry.prefill_efficiency.high)
+    if slow <= 0:
+        return Prefill(prompt_tokens=tokens, basis="unknown: nothing to compute")
     return Prefill(
         prompt_tokens=tokens,
         low_seconds=fast,
@@ -194,18 +228,3 @@ def estimate_prefill(
         known=True,
         basis="estimated: 2 x active parameters x prompt tokens / (FLOPS x efficiency)",
     )
-
-
-def _param_share(placement: Placement, g: Geometry, layout: WeightsLayout) -> dict[str, float]:
-    """Active parameters each device multiplies, split by its share of read bytes."""
-    per_block = [layout.block_read_bytes(il) for il in range(g.n_layer)]
-    total_read = sum(per_block) + layout.output_bytes + layout.tied_head_bytes
-    share: dict[str, float] = {}
-    if total_read <= 0:
-        return share
-    for u in placement.units:
-        if u.unit == INPUT:
-            continue
-        b = layout.output_bytes + layout.tied_head_bytes if u.unit == OUTPUT else per_block[u.index]
-        share[u.device] = share.get(u.device, 0.0) + layout.n_active_params * b / total_read
-    return share

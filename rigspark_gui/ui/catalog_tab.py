@@ -46,13 +46,13 @@ class RankingModel(QAbstractTableModel):
         self.rows = rows
         self.endResetModel()
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(HEADERS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return HEADERS[section]
         return None
@@ -75,8 +75,13 @@ class RankingModel(QAbstractTableModel):
             )[c]
         if role == Qt.ItemDataRole.UserRole:  # sort keys
             return (
-                r.name.lower(), r.family.lower(), r.params, VERDICT_ORDER[r.verdict],
-                r.path.value if r.path else "~", r.quant or "", r.required_bytes,
+                r.name.lower(),
+                r.family.lower(),
+                r.params,
+                VERDICT_ORDER[r.verdict],
+                r.path.value if r.path else "~",
+                r.quant or "",
+                r.required_bytes,
                 r.low_tok_s or 0.0,
             )[c]
         if role == ID_ROLE:
@@ -84,8 +89,11 @@ class RankingModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return r.note or r.model_id
         if role == Qt.ItemDataRole.ForegroundRole and c == 3:
-            colour = {Verdict.FITS: COLOURS["compute"], Verdict.SLOW: COLOURS["kv"],
-                      Verdict.NO: COLOURS["shortfall"]}[r.verdict]
+            colour = {
+                Verdict.FITS: COLOURS["compute"],
+                Verdict.SLOW: COLOURS["kv"],
+                Verdict.NO: COLOURS["shortfall"],
+            }[r.verdict]
             return QBrush(QColor(colour))
         return None
 

@@ -11,12 +11,12 @@ import os
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-import pyqtgraph as pg  # noqa: E402
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QColor, QFont  # noqa: E402
-from PySide6.QtWidgets import QVBoxLayout, QWidget  # noqa: E402
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from rigspark_gui.core.chart_spec import SEGMENT_LABELS, FitChart, SpeedChart  # noqa: E402
+from rigspark_gui.core.chart_spec import SEGMENT_LABELS, FitChart, SpeedChart
 
 COLOURS = {
     "weights": "#4C78A8",
@@ -98,21 +98,24 @@ class FitChartWidget(_Plot):
                     else pg.mkBrush(colour)
                 )
                 bar = pg.BarGraphItem(
-                    x0=[seg.start_gib], width=[seg.width_gib], y=[y], height=0.55,
-                    brush=brush, pen=pg.mkPen(colour.darker(130)),
+                    x0=[seg.start_gib],
+                    width=[seg.width_gib],
+                    y=[y],
+                    height=0.55,
+                    brush=brush,
+                    pen=pg.mkPen(colour.darker(130)),
                 )
                 self.plot.addItem(bar)
                 if seg.role not in seen:
                     seen.add(seg.role)
                     self.legend.addItem(bar, SEGMENT_LABELS[seg.role])
             limit = pg.PlotDataItem(
-                [row.capacity_gib, row.capacity_gib], [y - 0.38, y + 0.38],
+                [row.capacity_gib, row.capacity_gib],
+                [y - 0.38, y + 0.38],
                 pen=pg.mkPen(self._fg, width=2, style=Qt.PenStyle.DashLine),
             )
             self.plot.addItem(limit)
-            end = max(
-                (s.start_gib + s.width_gib for s in row.segments), default=0.0
-            )
+            end = max((s.start_gib + s.width_gib for s in row.segments), default=0.0)
             badge = "  ★ recommended" if row.recommended else ""
             colour = COLOURS["shortfall"] if row.status == "over" else None
             self._text(
@@ -141,8 +144,11 @@ class SpeedChartWidget(_Plot):
             x_text = 0.0
             if row.known and row.low_tok_s is not None and row.high_tok_s is not None:
                 bar = pg.BarGraphItem(
-                    x0=[row.low_tok_s], width=[max(row.high_tok_s - row.low_tok_s, 0.01)],
-                    y=[y], height=0.4, brush=pg.mkBrush(COLOURS["speed"]),
+                    x0=[row.low_tok_s],
+                    width=[max(row.high_tok_s - row.low_tok_s, 0.01)],
+                    y=[y],
+                    height=0.4,
+                    brush=pg.mkBrush(COLOURS["speed"]),
                     pen=pg.mkPen(QColor(COLOURS["speed"]).darker(140)),
                 )
                 self.plot.addItem(bar)

@@ -61,7 +61,9 @@ class ControlsBar(QWidget):
         self.context_spin.setRange(1, 1 << 24)
         self.context_spin.setSingleStep(1024)
         self.context_spin.setSuffix(" tokens")
-        self.context_spin.setToolTip("Exact context length (llama.cpp -c); total over all sequences")
+        self.context_spin.setToolTip(
+            "Exact context length (llama.cpp -c); total over all sequences"
+        )
         self.context_spin.setKeyboardTracking(False)
         self.context_spin.valueChanged.connect(self._on_spin)
         presets = QHBoxLayout()
@@ -76,7 +78,9 @@ class ControlsBar(QWidget):
             self.preset_buttons[label] = b
 
         self.kv_k = self._kv_combo("K cache type (llama.cpp -ctk)")
-        self.kv_v = self._kv_combo("V cache type (llama.cpp -ctv); quantized V needs flash attention")
+        self.kv_v = self._kv_combo(
+            "V cache type (llama.cpp -ctv); quantized V needs flash attention"
+        )
         self.kv_link = QCheckBox("Link K/V")
         self.kv_link.setChecked(True)
         self.kv_link.setToolTip("Use the same type for K and V; untick to mix them")
@@ -171,7 +175,9 @@ class ControlsBar(QWidget):
         self._syncing = True
         try:
             self._max_context = spec.geometry.context_length
-            self.preset_buttons["max"].setToolTip(f"The model's trained context: {self._max_context}")
+            self.preset_buttons["max"].setToolTip(
+                f"The model's trained context: {self._max_context}"
+            )
             for label, n in PRESETS:
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
@@ -237,7 +243,8 @@ class ControlsBar(QWidget):
         if v.quantized and not self.session.settings.flash_attn:
             changes["flash_attn"] = True
             self.message.emit(
-                f"Flash attention switched on: llama.cpp needs it for a quantized V cache ({v.value})"
+                "Flash attention switched on: llama.cpp needs it for a quantized V cache "
+                f"({v.value})"
             )
         self._update(**changes)
 

@@ -146,7 +146,9 @@ class GpuPickerDialog(QDialog):
                 shown += 1
                 first_visible = first_visible or item
         current = self.gpu_list.currentItem()
-        if current is None or current.isHidden():
+        if first_visible is None:
+            self.gpu_list.setCurrentRow(-1)
+        elif current is None or current.isHidden():
             self.gpu_list.setCurrentItem(first_visible)
         total = len(self._database.gpus)
         self.match_label.setText(

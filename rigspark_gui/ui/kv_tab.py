@@ -6,6 +6,7 @@ the table fills in when it is ready. Activating a row applies that K/V choice.
 
 from __future__ import annotations
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,8 +26,6 @@ from rigspark_gui.core.units import gib, human_bytes, tokens
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.charts import _Plot
 from rigspark_gui.ui.session import PlannerSession
-
-import pyqtgraph as pg  # noqa: E402  (after charts set the Qt binding)
 
 CURVE_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
 CURVE_COLOURS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2")
@@ -51,7 +50,8 @@ class KvChartWidget(_Plot):
             self.legend.addItem(item, f"KV {curve.label}")
         for line in spec.limits:
             inf = pg.InfiniteLine(
-                pos=line.gib, angle=0,
+                pos=line.gib,
+                angle=0,
                 pen=pg.mkPen(self._fg, style=Qt.PenStyle.DashLine),
                 label=f"{line.label} {line.gib:.0f} GiB",
                 labelOpts={"position": 0.05, "color": self._fg, "anchors": [(0, 1), (0, 1)]},
@@ -97,8 +97,11 @@ class KvTab(QWidget):
             return
         s = plan.settings
         self.chart.show_chart(kv_memory_chart(spec, plan, CURVE_TYPES))
-        key = (spec.id, rig, s.model_copy(update={"kv_k": KvCacheType.F16,
-                                                  "kv_v": KvCacheType.F16}))
+        key = (
+            spec.id,
+            rig,
+            s.model_copy(update={"kv_k": KvCacheType.F16, "kv_v": KvCacheType.F16}),
+        )
         if key == self._key:
             self._select_current()
             return
@@ -119,8 +122,14 @@ class KvTab(QWidget):
             return  # a newer request is on its way
         self.rows = rows
         paths = [lim.path.value for lim in rows[0].limits] if rows else []
-        headers = ["K", "V", "Flash attn", "Per token", "At this context",
-                   *(f"Max context: {p}" for p in paths)]
+        headers = [
+            "K",
+            "V",
+            "Flash attn",
+            "Per token",
+            "At this context",
+            *(f"Max context: {p}" for p in paths),
+        ]
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         self.table.setRowCount(len(rows))
@@ -128,15 +137,21 @@ class KvTab(QWidget):
             cells = [
                 (row.kv_k.value, ""),
                 (row.kv_v.value, ""),
-                ("on" if row.flash_attn else "off",
-                 "a quantized V cache needs flash attention" if row.kv_v.quantized else ""),
+                (
+                    "on" if row.flash_attn else "off",
+                    "a quantized V cache needs flash attention" if row.kv_v.quantized else "",
+                ),
                 (human_bytes(row.bytes_per_token), f"{row.bytes_per_token:,} B per token"),
                 (gib(row.kv_bytes, 2), f"{row.kv_bytes:,} B at the current context"),
             ]
             for lim in row.limits:
                 text = tokens(lim.max_context) if lim.max_context else "does not fit"
-                cells.append((text, f"largest context (step 256) that fits on {lim.path.value} "
-                                    f"at {lim.quant}"))
+                cells.append(
+                    (
+                        text,
+                        f"largest context (step 256) that fits on {lim.path.value} at {lim.quant}",
+                    )
+                )
             for c, (text, tip) in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if tip:

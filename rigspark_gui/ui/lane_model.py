@@ -9,6 +9,7 @@ the document has already moved the units (STYLE.md, the placement editor's trap)
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import (
@@ -18,6 +19,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
     Qt,
+    Signal,
 )
 
 from rigspark_gui.core.errors import InvalidPlacementError
@@ -74,6 +76,8 @@ class _Row:
 
 
 class LaneModel(QAbstractListModel):
+    drop_refused = Signal(str)
+
     def __init__(self, document: PlacementDocument, device: str, parent: Any = None) -> None:
         super().__init__(parent)
         self._document = document
@@ -164,7 +168,7 @@ class LaneModel(QAbstractListModel):
     def mimeTypes(self) -> list[str]:
         return [LAYERS_MIME]
 
-    def mimeData(self, indexes: list[QModelIndex]) -> QMimeData:
+    def mimeData(self, indexes: Sequence[QModelIndex]) -> QMimeData:
         rows = sorted({i.row() for i in indexes if i.isValid()})
         return encode_units([self._rows[r].unit for r in rows if self._rows[r].unit != INPUT])
 
@@ -196,6 +200,7 @@ class LaneModel(QAbstractListModel):
             moved = self._document.move_units(decode_units(data), self._device)
         except InvalidPlacementError as err:
             self.last_error = str(err)
+            self.drop_refused.emit(self.last_error)
             return False
         self.last_error = ""
         return moved

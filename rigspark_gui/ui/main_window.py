@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
 
         from rigspark_gui.ui.rig_panel import RigPanel
 
-        self.rig_panel = RigPanel(self.database)
+        self.rig_panel = RigPanel(self.database, settings=self.qsettings)
         dock = QDockWidget("Rig", self)
         dock.setObjectName("rig-dock")
         dock.setWidget(self.rig_panel)
@@ -134,11 +134,15 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self.start_detection)
 
     # ------------------------------------------------------------ data
+    def _error_later(self, title: str, message: str) -> None:
+        """Show a load problem once the window is up (not from inside the constructor)."""
+        QTimer.singleShot(0, lambda: dialogs.show_error(self, title, message))
+
     def _load_database(self) -> GpuDatabase | None:
         try:
             return load_gpu_database(data_file("gpus.json"), lenient=True)
         except RigSparkError as err:
-            QTimer.singleShot(0, lambda: dialogs.show_error(self, "GPU database", str(err)))
+            self._error_later("GPU database", str(err))
             return None
 
     def _load_catalog(self) -> tuple[list[ModelSpec], PerfProfile]:
@@ -148,16 +152,14 @@ class MainWindow(QMainWindow):
             catalog = load_catalog()
             specs = list(catalog.specs())
             if catalog.errors:
-                msg = "\n".join(catalog.errors[:10])
-                QTimer.singleShot(
-                    0, lambda: dialogs.show_error(self, "Some catalog entries were skipped", msg)
-                )
+                skipped = "\n".join(catalog.errors[:10])
+                self._error_later("Some catalog entries were skipped", skipped)
         except RigSparkError as err:
-            QTimer.singleShot(0, lambda: dialogs.show_error(self, "Model catalog", str(err)))
+            self._error_later("Model catalog", str(err))
         try:
             perf = load_perf()
         except RigSparkError as err:
-            QTimer.singleShot(0, lambda: dialogs.show_error(self, "Speed calibration", str(err)))
+            self._error_later("Speed calibration", str(err))
         return specs, perf
 
     # ------------------------------------------------------------ menus
@@ -269,7 +271,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ import
     def _on_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Import model", str(Path.home()),
+            self,
+            "Import model",
+            str(Path.home()),
             "Models (*.gguf config.json *.json);;GGUF (*.gguf);;HF config (config.json)",
         )
         if path:
@@ -356,7 +360,7 @@ class MainWindow(QMainWindow):
         if tab is not None and str(tab).isdigit():
             self.tabs.setCurrentIndex(int(str(tab)))
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.qsettings.setValue("window/geometry", self.saveGeometry())
         self.qsettings.setValue("window/state", self.saveState())
         self.qsettings.setValue("window/tab", self.tabs.currentIndex())

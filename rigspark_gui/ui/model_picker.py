@@ -42,12 +42,15 @@ class _WordFilter(QSortFilterProxyModel):
         self._words: list[str] = []
 
     def set_words(self, text: str) -> None:
-        self._words = text.lower().split()
-        self.invalidateFilter()
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10 replaces invalidateFilter
+            self.beginFilterChange()
+            self._words = text.lower().split()
+            self.endFilterChange()
+        else:
+            self._words = text.lower().split()
+            self.invalidateFilter()
 
-    def filterAcceptsRow(  # noqa: N802 (Qt override)
-        self, row: int, parent: QModelIndex | QPersistentModelIndex
-    ) -> bool:
+    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
         model = self.sourceModel()
         index = model.index(row, 0, parent)
         model_id = index.data(ID_ROLE)
@@ -66,7 +69,7 @@ class ModelPicker(QComboBox):
         self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.setMinimumContentsLength(40)
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.setToolTip("Type words of a model's name, size or family (e.g. \"qwen 32\")")
+        self.setToolTip('Type words of a model\'s name, size or family (e.g. "qwen 32")')
         self._items = QStandardItemModel(self)
         self.setModel(self._items)
         self._filter = _WordFilter()
@@ -91,8 +94,9 @@ class ModelPicker(QComboBox):
             header = QStandardItem(f"— {family} —")
             header.setFlags(Qt.ItemFlag.NoItemFlags)
             self._items.appendRow(header)
-            for s in sorted(by_family[family], key=lambda x: weights_layout(
-                x, x.available_quants[0]).n_params):
+            for s in sorted(
+                by_family[family], key=lambda x: weights_layout(x, x.available_quants[0]).n_params
+            ):
                 text = describe(s)
                 item = QStandardItem(text)
                 item.setData(s.id, ID_ROLE)

@@ -98,8 +98,11 @@ class PathsTab(QWidget):
             else "unknown"
         )
         cells = [
-            (path_label(p), f"devices: {', '.join(p.devices)}"
-             + (f"\n-ngl {p.ngl}" if p.ngl is not None else "")),
+            (
+                path_label(p),
+                f"devices: {', '.join(p.devices)}"
+                + (f"\n-ngl {p.ngl}" if p.ngl is not None else ""),
+            ),
             (verdict_text(p, recommended), "the first path that fits is recommended"),
             (p.quant or "–", "the best quantization that fits (or the smallest tried)"),
             (f"{gib(p.required_bytes)} / {gib(p.usable_bytes)}", exact),

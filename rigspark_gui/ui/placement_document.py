@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from rigspark_gui.core.placement import Placement, move_experts, move_layers
+from rigspark_gui.core.placement import CPU, Placement, move_experts, move_layers
 
 
 class _SwapPlacementCommand(QUndoCommand):
@@ -65,14 +65,14 @@ class PlacementDocument(QObject):
             return False
         ids = list(unit_ids)
         after = move_layers(self._placement, ids, device)
-        return self.replace(after, _describe(ids, f"to {device}"))
+        return self.replace(after, _describe(ids, f"to {_device_text(device)}"))
 
     def move_experts(self, unit_ids: Iterable[str], device: str | None) -> bool:
         if self._placement is None:
             return False
         ids = list(unit_ids)
         after = move_experts(self._placement, ids, device)
-        where = f"to {device}" if device else "back with their layers"
+        where = f"to {_device_text(device)}" if device else "back with their layers"
         return self.replace(after, _describe(ids, f"experts {where}"))
 
     def _set(self, placement: Placement | None) -> None:
@@ -80,6 +80,10 @@ class PlacementDocument(QObject):
         self.placement_changed.emit()
 
 
+def _device_text(device: str) -> str:
+    return "CPU" if device == CPU else f"GPU {device.split(':')[1]}"
+
+
 def _describe(ids: list[str], what: str) -> str:
-    head = ids[0] if len(ids) == 1 else f"{len(ids)} units"
+    head = ids[0] if len(ids) == 1 else f"{len(ids)} layers"
     return f"Move {head} {what}"

@@ -54,6 +54,9 @@ from rigspark_gui.ui.gpu_picker_dialog import GpuPickerDialog
 RECENT_KEY = "rig/recent"
 MAX_RECENT = 8
 RIG_FILE_FILTER = "Rig files (*.json);;All files (*)"
+# Mnemonics avoid letters the window already uses (File, View, Help, Model, Quant,
+# Backend, Context, Parallel, tabs Paths, KV, Layers, Catalog): Alt+key stays unambiguous.
+MNEMONICS = "GUETDOSIR"
 # Ceilings for the spin boxes: far above any real machine, low enough to catch a typo.
 MAX_RAM_GIB = 65536.0
 MAX_RESERVE_MIB = 1 << 20
@@ -353,8 +356,9 @@ class RigPanel(QWidget):
             2 * self.device_tree.frameWidth()
             + self.device_tree.verticalScrollBar().sizeHint().width()
         )
-        margins = self.layout().contentsMargins()
-        width = columns + frame + margins.left() + margins.right()
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else None
+        width = columns + frame + (margins.left() + margins.right() if margins else 0)
         return QSize(max(hint.width(), width), hint.height())
 
     def selected_position(self) -> int | None:
@@ -363,7 +367,9 @@ class RigPanel(QWidget):
         if item is None:
             return None
         position = item.data(COL_DEVICE, Qt.ItemDataRole.UserRole)
-        return position if isinstance(position, int) and position >= 0 else None
+        if isinstance(position, int) and 0 <= position < len(self._rig.gpus):
+            return position
+        return None
 
     # -- construction ----------------------------------------------------------
 
@@ -426,10 +432,10 @@ class RigPanel(QWidget):
         self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notes_label.setToolTip("Warnings from detection and from the GPU database")
 
-        self.add_button = QPushButton("&Add GPU…", self)
+        self.add_button = QPushButton("Add &GPU…", self)
         self.add_button.setToolTip("Add GPUs from the spec database to plan for hardware")
         self.add_button.clicked.connect(self._on_add_button_clicked)
-        self.remove_button = QPushButton("&Remove GPU", self)
+        self.remove_button = QPushButton("Remove GP&U", self)
         self.remove_button.setToolTip("Remove the selected GPU from the rig (Delete in the list)")
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
         edit_row = QHBoxLayout()
@@ -446,7 +452,7 @@ class RigPanel(QWidget):
             "System RAM of the rig. Usable RAM keeps what was in use at detection"
         )
         self.ram_spin.valueChanged.connect(self._on_ram_spin_value_changed)
-        ram_label = QLabel("RA&M:", self)
+        ram_label = QLabel("RAM siz&e:", self)
         ram_label.setBuddy(self.ram_spin)
 
         self.reserve_spin = QSpinBox(self)
@@ -459,7 +465,7 @@ class RigPanel(QWidget):
             f"footprint (default {_mib(DEFAULT_GPU_RESERVE_BYTES)}) plus anything else"
         )
         self.reserve_spin.valueChanged.connect(self._on_reserve_spin_value_changed)
-        self.reserve_label = QLabel("GPU r&eserve:", self)
+        self.reserve_label = QLabel("GPU &reserve:", self)
         self.reserve_label.setBuddy(self.reserve_spin)
         self.reserve_hint = QLabel(
             "Keep the display GPU's memory free: reserve what the desktop uses.", self
@@ -557,6 +563,7 @@ class RigPanel(QWidget):
             dialogs.show_error(self, "Invalid rig", validation_message(err))
             self._refresh()
             return
+        self.status_label.clear()  # an earlier "Detection finished" no longer describes it
         self._set_current(self._marked(rig))
 
     def _set_current(self, rig: Rig) -> None:
@@ -575,10 +582,13 @@ class RigPanel(QWidget):
         self.edited_badge.setText("Edited · what-if" if rig.edited else "")
         self.reset_button.setEnabled(self._detected is not None and rig.edited)
 
+        # Rows of the old rig must not drive the controls while the list is rebuilt.
+        self.device_tree.blockSignals(True)
         self.device_tree.clear()
         for gpu_position, gpu in enumerate(rig.gpus):
             self.device_tree.addTopLevelItem(self._gpu_item(gpu_position, gpu))
         self.device_tree.addTopLevelItem(self._cpu_item(rig))
+        self.device_tree.blockSignals(False)
 
         if rig.notes:
             self.notes_label.setText("\n".join(f"⚠ Warning: {note}" for note in rig.notes))
@@ -723,7 +733,7 @@ class RigPanel(QWidget):
         self.remove_button.setEnabled(has_gpu)
         self.reserve_spin.setEnabled(has_gpu)
         label = f"GPU {position}" if position is not None else "GPU"
-        self.reserve_label.setText(f"{label} r&eserve:")
+        self.reserve_label.setText(f"{label} &reserve:")
         self.reserve_spin.blockSignals(True)
         if position is not None:
             self.reserve_spin.setValue(round(self._rig.gpus[position].reserve_bytes / MIB))

@@ -25,8 +25,17 @@ def test_catalog_is_clean_and_large() -> None:
 
 def test_families_people_run_are_there() -> None:
     families = {e.family.lower() for e in CATALOG.entries}
-    for f in ("llama 3.1", "qwen2.5", "qwen3", "gemma 2", "gemma 3", "mixtral", "phi-4",
-              "gpt-oss", "deepseek"):
+    for f in (
+        "llama 3.1",
+        "qwen2.5",
+        "qwen3",
+        "gemma 2",
+        "gemma 3",
+        "mixtral",
+        "phi-4",
+        "gpt-oss",
+        "deepseek",
+    ):
         assert any(f in fam for fam in families), f
 
 

@@ -22,36 +22,79 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_plan_json_contract(capsys) -> None:
-    code, out, err = run(capsys, "plan", "--model", "llama-3.1-8b-instruct", "--rig", str(RIG),
-                         "--context", "8192", "--json")
+    code, out, err = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--rig",
+        str(RIG),
+        "--context",
+        "8192",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["schema_version"] == 1
     assert data["recommended"] == "gpu"
     path = data["paths"][0]
-    for key in ("path", "fits", "quant", "required_bytes", "usable_bytes", "shortfall_bytes",
-                "reason", "gpu_count", "throughput"):
+    for key in (
+        "path",
+        "fits",
+        "quant",
+        "required_bytes",
+        "usable_bytes",
+        "shortfall_bytes",
+        "reason",
+        "gpu_count",
+        "throughput",
+    ):
         assert key in path
     assert set(path["throughput"]) >= {"low_tok_s", "high_tok_s", "known", "basis"}
     load = data["device_loads"][0]
-    for key in ("weights_bytes", "kv_bytes", "compute_bytes", "reserve_bytes", "total_bytes",
-                "capacity_bytes"):
+    for key in (
+        "weights_bytes",
+        "kv_bytes",
+        "compute_bytes",
+        "reserve_bytes",
+        "total_bytes",
+        "capacity_bytes",
+    ):
         assert key in load
     assert data["placement"]["units"][0]["unit"] == "input"
     assert data["kv_comparison"], "plan --json carries the KV comparison"
 
 
 def test_named_gpus_are_filled_from_the_database(capsys) -> None:
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-8b-instruct", "--rig", str(RIG),
-                       "--json", "--kv-compare", "none")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--rig",
+        str(RIG),
+        "--json",
+        "--kv-compare",
+        "none",
+    )
     gpu = json.loads(out)["paths"][0]
     assert code == 0 and gpu["usable_bytes"] == 24 * 2**30 - 250 * 2**20
     assert gpu["throughput"]["known"]  # bandwidth came from data/gpus.json
 
 
 def test_plan_text_table(capsys) -> None:
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.3-70b-instruct", "--rig", str(RIG),
-                       "--context", "32k", "--kv-compare", "none")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.3-70b-instruct",
+        "--rig",
+        str(RIG),
+        "--context",
+        "32k",
+        "--kv-compare",
+        "none",
+    )
     assert code == 0
     assert "does not fit at Q2_K; needs" in out
     assert "<- recommended" in out and "Recommended path: multi-gpu" in out
@@ -60,8 +103,16 @@ def test_plan_text_table(capsys) -> None:
 def test_nothing_fits_exits_1(capsys, tmp_path) -> None:
     rig = tmp_path / "tiny.json"
     rig.write_text(json.dumps({"schema_version": 1, "ram_total_bytes": 2**30}))
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-405b-instruct", "--rig", str(rig),
-                       "--kv-compare", "none")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.1-405b-instruct",
+        "--rig",
+        str(rig),
+        "--kv-compare",
+        "none",
+    )
     assert code == 1 and "No path fits" in out
 
 
@@ -72,8 +123,10 @@ def test_nothing_fits_exits_1(capsys, tmp_path) -> None:
         (["plan", "--model", "llama-3.1-8b-instruct", "--context", "-5"], "--context"),
         (["plan", "--model", "llama-3.1-8b-instruct", "--context", "99999999999"], "--context"),
         (["plan", "--model", "llama-3.1-8b-instruct", "--kv-k", "q3"], "unknown KV cache type"),
-        (["plan", "--model", "llama-3.1-8b-instruct", "--kv-v", "q4_0", "--flash-attn", "off"],
-         "needs flash attention"),
+        (
+            ["plan", "--model", "llama-3.1-8b-instruct", "--kv-v", "q4_0", "--flash-attn", "off"],
+            "needs flash attention",
+        ),
         (["plan", "--model", "llama-3.1-8b-instruct", "--quant", "Q9"], "no quantization 'Q9'"),
         (["plan", "--model", "llama-3.1-8b-instruct", "--parallel", "0"], "--parallel"),
         (["plan"], "required"),
@@ -82,8 +135,11 @@ def test_nothing_fits_exits_1(capsys, tmp_path) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message) -> None:
-    code, _, err = run(capsys, *argv, "--rig", str(RIG)) if argv[0] == "plan" and len(argv) > 1 \
+    code, _, err = (
+        run(capsys, *argv, "--rig", str(RIG))
+        if argv[0] == "plan" and len(argv) > 1
         else run(capsys, *argv)
+    )
     assert code == 2
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -91,10 +147,15 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message) -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ["{not json", "[]", '{"schema_version": 1}', '{"schema_version": 1, "ram_total_bytes": -1}',
-     '{"schema_version": 9, "ram_total_bytes": 1}',
-     '{"schema_version": 1, "ram_total_bytes": 1, "gpus": [{"name": "x", "memory_total_bytes": '
-     '10, "memory_free_bytes": 20}]}'],
+    [
+        "{not json",
+        "[]",
+        '{"schema_version": 1}',
+        '{"schema_version": 1, "ram_total_bytes": -1}',
+        '{"schema_version": 9, "ram_total_bytes": 1}',
+        '{"schema_version": 1, "ram_total_bytes": 1, "gpus": [{"name": "x", "memory_total_bytes": '
+        '10, "memory_free_bytes": 20}]}',
+    ],
 )
 def test_malformed_rig_is_exit_2(capsys, tmp_path, content) -> None:
     rig = tmp_path / "rig.json"
@@ -105,19 +166,46 @@ def test_malformed_rig_is_exit_2(capsys, tmp_path, content) -> None:
 
 def test_unknown_gpu_is_kept_with_a_warning(capsys, tmp_path) -> None:
     rig = tmp_path / "rig.json"
-    rig.write_text(json.dumps({"schema_version": 1, "ram_total_bytes": 64 * 2**30,
-                               "gpus": [{"name": "Frobnitz 9000", "memory_total_bytes": 2**34,
-                                         "vendor": "nvidia"}]}))
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.2-1b-instruct", "--rig", str(rig),
-                       "--kv-compare", "none")
+    rig.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "ram_total_bytes": 64 * 2**30,
+                "gpus": [
+                    {"name": "Frobnitz 9000", "memory_total_bytes": 2**34, "vendor": "nvidia"}
+                ],
+            }
+        )
+    )
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama-3.2-1b-instruct",
+        "--rig",
+        str(rig),
+        "--kv-compare",
+        "none",
+    )
     assert code == 0
     assert "not in the GPU database" in out
     assert "bandwidth is not known" in out
 
 
 def test_place_with_ngl_and_split(capsys) -> None:
-    code, out, _ = run(capsys, "place", "--model", "llama-3.1-8b-instruct", "--rig", str(RIG),
-                       "--ngl", "20", "--tensor-split", "3,1", "--json")
+    code, out, _ = run(
+        capsys,
+        "place",
+        "--model",
+        "llama-3.1-8b-instruct",
+        "--rig",
+        str(RIG),
+        "--ngl",
+        "20",
+        "--tensor-split",
+        "3,1",
+        "--json",
+    )
     assert code == 0
     data = json.loads(out)
     devices = [u["device"] for u in data["placement"]["units"]]
@@ -141,6 +229,10 @@ def test_detect_json_runs_here(capsys) -> None:
 def test_whole_process_prints_no_traceback_on_a_pipe_close() -> None:
     proc = subprocess.run(
         f"{sys.executable} -m rigspark_gui.cli models | head -1",
-        shell=True, capture_output=True, text=True, cwd=ROOT, check=False,
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr

@@ -142,3 +142,13 @@ def test_recurrent_state_scales_with_sequences_not_context() -> None:
 def test_vllm_pages_of_16_tokens_per_request() -> None:
     s = PlanSettings(context=1000, parallel=2, backend=Backend.VLLM)
     assert kv_cells(LLAMA_31_8B, 0, s) == 1008 * 2
+
+
+@pytest.mark.parametrize("g", [LLAMA_31_8B, QWEN2_7B, GEMMA2_9B, DEEPSEEK_V2_LITE])
+@pytest.mark.parametrize("context", [1, 777, 4096, 8192, 40000])
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_cached_tables_agree_with_the_layer_walk(g, context, parallel) -> None:
+    from rigspark_gui.core.fit import kv_total_fast
+
+    s = PlanSettings(context=context, parallel=parallel)
+    assert kv_total_fast(g, s) == kv_total_bytes(g, s)

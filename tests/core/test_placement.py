@@ -104,3 +104,42 @@ def test_fast_tally_agrees_with_device_loads(ngl: int, split: list[float], conte
             loads[dev].kv_bytes,
             loads[dev].compute_bytes,
         )
+
+
+def _reference_slots(n_layer, ngl, split, gpu_ids):
+    """llama.cpp's loop, slot by slot, with numpy float32 arithmetic."""
+    import bisect
+
+    import numpy as np
+
+    slots = n_layer + 1
+    start = max(slots - ngl, 0)
+    active = min(ngl, slots)
+    f = np.float32
+    acc = f(0)
+    cum = []
+    for x in split:
+        acc = f(acc + f(x))
+        cum.append(acc)
+    bounds = [f(c / acc) for c in cum]
+    out = []
+    for il in range(slots):
+        if il < start or il - start >= active:
+            out.append(CPU)
+            continue
+        k = bisect.bisect_right(bounds, f(f(il - start) / f(active)))
+        out.append(f"gpu:{gpu_ids[min(k, len(gpu_ids) - 1)]}")
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_layer=st.integers(1, 130),
+    ngl=st.integers(0, 140),
+    split=st.lists(
+        st.one_of(st.integers(0, 8).map(float), st.floats(1e9, 9e10)), min_size=1, max_size=4
+    ).filter(lambda s: sum(s) > 0),
+)
+def test_ranges_match_llama_cpp_loop(n_layer, ngl, split) -> None:
+    ids = list(range(len(split)))
+    assert llama_cpp_slots(n_layer, ngl, split, ids) == _reference_slots(n_layer, ngl, split, ids)

@@ -1,0 +1,531 @@
+"""The Layers tab: a lane per device, layers dragged between lanes, live loads and speed.
+
+Presentation only: loads come from `device_loads`, speed from `estimate_decode` /
+`estimate_prefill`, commands from `core.launch`, whole placements from
+`core.placement_strategies`; edits go through the `PlacementDocument`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import QPoint, Qt, Slot
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QMenu,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.kv_cache import kv_bytes_per_layer
+from rigspark_gui.core.launch import Engine, LaunchCommand, launch_command
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.placement import (
+    CPU,
+    INPUT,
+    OUTPUT,
+    DeviceLoad,
+    Placement,
+    Verdict,
+    device_loads,
+    rig_devices,
+    uniform_placement,
+)
+from rigspark_gui.core.placement_strategies import even_split, fill_fastest_first, fit_by_ngl
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.throughput import PerfProfile, estimate_decode, estimate_prefill
+from rigspark_gui.core.units import gib, tok_s_range
+from rigspark_gui.core.weights import WeightsLayout, weights_layout
+from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
+from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
+from rigspark_gui.ui.placement_document import PlacementDocument
+
+
+class _Lane(QFrame):
+    """Header, capacity bar and list of one device."""
+
+    def __init__(self, model: LaneModel, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.model = model
+        self.header = QLabel(title, self)
+        self.header.setWordWrap(True)
+        font = self.header.font()
+        font.setBold(True)
+        self.header.setFont(font)
+        self.bar = CapacityBar(self)
+        self.view = QListView(self)
+        self.view.setModel(model)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.view.setSelectionRectVisible(True)
+        self.view.setDragEnabled(True)
+        self.view.setAcceptDrops(True)
+        self.view.setDropIndicatorShown(True)
+        self.view.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.view.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.view.setUniformItemSizes(True)  # 127 rows lay out without measuring each
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.setAccessibleName(f"{title} layers")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.addWidget(self.header)
+        lay.addWidget(self.bar)
+        lay.addWidget(self.view, 1)
+
+    def selected_units(self) -> list[str]:
+        sel = self.view.selectionModel()
+        if sel is None:
+            return []
+        return [
+            str(i.data(UNIT_ROLE)) for i in sorted(sel.selectedIndexes(), key=lambda i: i.row())
+        ]
+
+
+class LayersTab(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._document = PlacementDocument(self)
+        self._spec: ModelSpec | None = None
+        self._rig: Rig | None = None
+        self._settings: PlanSettings | None = None
+        self._perf: PerfProfile | None = None
+        self._quant = ""
+        self._layout: WeightsLayout | None = None
+        self._kv_layers: tuple[int, ...] = ()
+        self._lanes: dict[str, _Lane] = {}
+        self._loads: tuple[DeviceLoad, ...] = ()
+        self._move_actions: dict[str, QAction] = {}
+
+        self._build_actions()
+        self._toolbar = self._build_toolbar()
+        self.summary = QLabel("No model", self)
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = QLabel("", self)
+        self.message.setWordWrap(True)
+        legend = QLabel(
+            "  ".join(f'<span style="color:{c.name()}">■</span> {n}' for n, c in SEGMENTS)
+            + "  — against each device's memory",
+            self,
+        )
+        self._lanes_box = QHBoxLayout()
+        self._lanes_box.setSpacing(8)
+
+        self.engine_combo = QComboBox(self)
+        for e in Engine:
+            self.engine_combo.addItem(e.label, e.value)
+        self.engine_combo.setAccessibleName("launch engine")
+        self.command_text = QPlainTextEdit(self)
+        self.command_text.setReadOnly(True)
+        self.command_text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.command_text.setMaximumHeight(90)
+        self.command_text.setAccessibleName("launch command")
+        self.copy_button = QPushButton("Copy", self)
+        self.command_notes = QLabel("", self)
+        self.command_notes.setWordWrap(True)
+
+        launch_row = QHBoxLayout()
+        launch_row.addWidget(QLabel("Launch with", self))
+        launch_row.addWidget(self.engine_combo)
+        launch_row.addStretch(1)
+        launch_row.addWidget(self.copy_button)
+
+        root = QVBoxLayout(self)
+        root.addWidget(self._toolbar)
+        root.addWidget(self.summary)
+        root.addWidget(legend)
+        root.addLayout(self._lanes_box, 1)
+        root.addWidget(self.message)
+        root.addLayout(launch_row)
+        root.addWidget(self.command_text)
+        root.addWidget(self.command_notes)
+
+        self._document.placement_changed.connect(self._on_document_placement_changed)
+        self.engine_combo.currentIndexChanged.connect(self._on_engine_combo_changed)
+        self.copy_button.clicked.connect(self._on_copy_button_clicked)
+        self._update_enabled()
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def document(self) -> PlacementDocument:
+        return self._document
+
+    def set_context(
+        self, spec: ModelSpec, rig: Rig, settings: PlanSettings, perf: PerfProfile, quant: str
+    ) -> None:
+        """Start over from llama.cpp's placement for this model, rig, settings and quant."""
+        self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
+        self._quant = quant
+        self._layout = weights_layout(spec, quant)
+        self._kv_layers = kv_bytes_per_layer(spec.geometry, settings)
+        self._rebuild_lanes(rig_devices(rig))
+        self.message.clear()
+        self._document.reset(self._auto_placement())
+
+    def lane(self, device: str) -> _Lane:
+        return self._lanes[device]
+
+    def lane_model(self, device: str) -> LaneModel:
+        return self._lanes[device].model
+
+    def move_action(self, device: str) -> QAction:
+        return self._move_actions[device]
+
+    def selected_units(self) -> list[str]:
+        return [u for lane in self._lanes.values() for u in lane.selected_units()]
+
+    # ------------------------------------------------------------------ building
+
+    def _action(self, text: str, tip: str, slot: object) -> QAction:
+        a = QAction(text, self)
+        a.setToolTip(tip)
+        a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        a.triggered.connect(slot)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        self.auto_action = self._action(
+            "Auto-place",
+            "llama.cpp's rule: split by free memory, as many layers offloaded as fit (-ngl)",
+            self._on_auto_action_triggered,
+        )
+        self.fastest_action = self._action(
+            "Fill fastest first",
+            "As many layers as fit on the highest-bandwidth GPU, then the next, rest on the CPU",
+            self._on_fastest_action_triggered,
+        )
+        self.even_action = self._action(
+            "Even split", "Every layer on a GPU, the same count on each", self._on_even_triggered
+        )
+        self.cpu_action = self._action(
+            "All on CPU", "Run the whole model on the CPU", self._on_cpu_action_triggered
+        )
+        stack = self._document.undo_stack
+        self.undo_action = stack.createUndoAction(self, "Undo")
+        self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
+        self.redo_action = stack.createRedoAction(self, "Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+        for a in (self.undo_action, self.redo_action):
+            a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(a)
+        self.experts_cpu_action = self._action(
+            "Experts of selection to CPU",
+            "Keep attention on the GPU, run the routed experts of the selected layers on the CPU",
+            self._on_experts_cpu_triggered,
+        )
+        self.experts_back_action = self._action(
+            "Experts back with layers",
+            "Put the experts of the selected layers back on their layer's device",
+            self._on_experts_back_triggered,
+        )
+        self.first_n_action = self._action(
+            "First N layers' experts to CPU",
+            "Like llama.cpp's --n-cpu-moe N",
+            self._on_first_n_triggered,
+        )
+        self.move_menu = QMenu("Move selection to", self)
+
+    def _build_toolbar(self) -> QToolBar:
+        tb = QToolBar(self)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.auto_action, self.fastest_action, self.even_action, self.cpu_action):
+            tb.addAction(a)
+        tb.addSeparator()
+        tb.addAction(self.undo_action)
+        tb.addAction(self.redo_action)
+        tb.addSeparator()
+        move = QToolButton(tb)
+        move.setText("Move selection to ▸")
+        move.setMenu(self.move_menu)
+        move.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        tb.addWidget(move)
+        tb.addSeparator()
+        tb.addAction(self.experts_cpu_action)
+        tb.addAction(self.experts_back_action)
+        self.first_n_spin = QSpinBox(tb)
+        self.first_n_spin.setPrefix("N = ")
+        self.first_n_spin.setAccessibleName("number of layers whose experts go to the CPU")
+        spin_action = tb.addWidget(self.first_n_spin)
+        tb.addAction(self.first_n_action)
+        # hiding an action hides its toolbar button too
+        self._moe_widgets = [
+            self.experts_cpu_action,
+            self.experts_back_action,
+            spin_action,
+            self.first_n_action,
+        ]
+        return tb
+
+    def _rebuild_lanes(self, devices: Sequence[str]) -> None:
+        if list(self._lanes) == list(devices):
+            self._retitle_lanes()
+            return
+        for lane in self._lanes.values():
+            self._lanes_box.removeWidget(lane)
+            lane.deleteLater()
+        self._lanes.clear()
+        for a in self._move_actions.values():
+            self.removeAction(a)
+        self._move_actions.clear()
+        self.move_menu.clear()
+        # GPUs first, left to right, the CPU last: the order layers flow through them
+        ordered = [d for d in devices if d != CPU] + [d for d in devices if d == CPU]
+        for i, d in enumerate(ordered):
+            model = LaneModel(self._document, d, self)
+            model.drop_refused.connect(self._on_lane_drop_refused)
+            lane = _Lane(model, "", self)
+            lane.view.customContextMenuRequested.connect(self._on_view_context_menu)
+            self._lanes_box.addWidget(lane, 1)
+            self._lanes[d] = lane
+            action = self._action(
+                f"{device_label(d)}",
+                f"Move the selected layers to {device_label(d)}",
+                lambda _=False, dev=d: self._move_selection(dev),
+            )
+            action.setShortcut(QKeySequence(f"Alt+{i + 1}"))
+            self.move_menu.addAction(action)
+            self._move_actions[d] = action
+        self._retitle_lanes()
+
+    def _retitle_lanes(self) -> None:
+        if self._rig is None:
+            return
+        for d, lane in self._lanes.items():
+            name = self._rig.cpu.name if d == CPU else self._rig.gpus[int(d.split(":")[1])].name
+            lane.header.setText(f"{device_label(d)} — {name}")
+            self._move_actions[d].setText(f"{device_label(d)} ({name})")
+
+    # ------------------------------------------------------------------ strategies
+
+    def _auto_placement(self) -> Placement | None:
+        if self._spec is None or self._rig is None or self._settings is None:
+            return None
+        assert self._layout is not None
+        return fit_by_ngl(
+            self._spec.geometry, self._layout, self._rig, self._settings, self._kv_layers
+        )
+
+    def _replace(self, placement: Placement | None, text: str) -> None:
+        if placement is not None:
+            self._document.replace(placement, text)
+
+    @Slot()
+    def _on_auto_action_triggered(self) -> None:
+        self._replace(self._auto_placement(), "Auto-place")
+
+    @Slot()
+    def _on_fastest_action_triggered(self) -> None:
+        if self._spec and self._rig and self._settings and self._layout:
+            p = fill_fastest_first(
+                self._spec.geometry, self._layout, self._rig, self._settings, self._kv_layers
+            )
+            self._replace(p, "Fill fastest first")
+
+    @Slot()
+    def _on_even_triggered(self) -> None:
+        if self._spec and self._rig and self._settings:
+            self._replace(even_split(self._spec.geometry, self._rig, self._settings), "Even split")
+
+    @Slot()
+    def _on_cpu_action_triggered(self) -> None:
+        if self._spec and self._rig and self._settings:
+            p = uniform_placement(self._spec.geometry, self._rig, self._settings, CPU)
+            self._replace(p, "All on CPU")
+
+    # ------------------------------------------------------------------ edits
+
+    def _run_edit(self, edit: object) -> None:
+        try:
+            assert callable(edit)
+            edit()
+        except RigSparkError as err:
+            self.message.setText(f"⚠ {err}")
+        else:
+            self.message.clear()
+
+    def _move_selection(self, device: str) -> None:
+        units = self.selected_units()
+        if not units:
+            self.message.setText("Select layers first (click, Shift/Ctrl-click or drag a box)")
+            return
+        self._run_edit(lambda: self._document.move_units(units, device))
+
+    def _selected_blocks(self) -> list[str]:
+        return [u for u in self.selected_units() if u not in (INPUT, OUTPUT)]
+
+    @Slot()
+    def _on_experts_cpu_triggered(self) -> None:
+        blocks = self._selected_blocks()
+        if blocks:
+            self._run_edit(lambda: self._document.move_experts(blocks, CPU))
+
+    @Slot()
+    def _on_experts_back_triggered(self) -> None:
+        blocks = self._selected_blocks()
+        if blocks:
+            self._run_edit(lambda: self._document.move_experts(blocks, None))
+
+    @Slot()
+    def _on_first_n_triggered(self) -> None:
+        if self._spec is None:
+            return
+        g = self._spec.geometry
+        n = self.first_n_spin.value()
+        blocks = [f"blk.{il}" for il in range(min(n, g.n_layer)) if g.is_moe_layer(il)]
+        if blocks:
+            self._run_edit(lambda: self._document.move_experts(blocks, CPU))
+
+    @Slot(str)
+    def _on_lane_drop_refused(self, why: str) -> None:
+        self.message.setText(f"⚠ {why}")
+
+    @Slot(QPoint)
+    def _on_view_context_menu(self, pos: QPoint) -> None:
+        view = self.sender()
+        if not isinstance(view, QListView):
+            return
+        menu = QMenu(self)
+        for a in self._move_actions.values():
+            menu.addAction(a)
+        if self._is_moe():
+            menu.addSeparator()
+            menu.addAction(self.experts_cpu_action)
+            menu.addAction(self.experts_back_action)
+        menu.exec(view.viewport().mapToGlobal(pos))
+
+    # ------------------------------------------------------------------ refresh
+
+    def _is_moe(self) -> bool:
+        return self._spec is not None and self._spec.geometry.is_moe
+
+    def _update_enabled(self) -> None:
+        ready = self._document.placement is not None
+        for a in (self.auto_action, self.fastest_action, self.even_action, self.cpu_action):
+            a.setEnabled(ready)
+        gpus = self._rig is not None and bool(self._rig.gpus)
+        self.fastest_action.setEnabled(ready and gpus)
+        self.even_action.setEnabled(ready and gpus)
+        moe = self._is_moe()
+        for w in self._moe_widgets:
+            w.setVisible(moe)
+        for a in (self.experts_cpu_action, self.experts_back_action, self.first_n_action):
+            a.setEnabled(ready and moe)
+        if self._spec is not None:
+            self.first_n_spin.setRange(0, self._spec.geometry.n_layer)
+
+    @Slot()
+    def _on_document_placement_changed(self) -> None:
+        p = self._document.placement
+        ok = (
+            p is not None
+            and self._spec is not None
+            and self._rig is not None
+            and self._settings is not None
+            and self._layout is not None
+        )
+        if not ok:
+            self._loads = ()
+            for lane in self._lanes.values():
+                lane.model.refresh(None, None)
+                lane.bar.set_load(None)
+            self.summary.setText("No model")
+            self._show_command()
+            self._update_enabled()
+            return
+        assert p is not None and self._spec and self._rig and self._settings and self._layout
+        g = self._spec.geometry
+        self._loads = device_loads(p, g, self._layout, self._rig, self._settings, self._kv_layers)
+        by_device = {x.device: x for x in self._loads}
+        for d, lane in self._lanes.items():
+            lane.model.refresh(p, self._layout)
+            lane.bar.set_load(by_device.get(d))
+        self.summary.setText(self._summary_text(p))
+        self._show_command()
+        self._update_enabled()
+
+    def _summary_text(self, p: Placement) -> str:
+        assert self._spec and self._rig and self._settings and self._layout and self._perf
+        g, s = self._spec.geometry, self._settings
+        decode = estimate_decode(p, g, self._layout, self._rig, s, self._perf)
+        prefill = estimate_prefill(p, g, self._layout, self._rig, s, self._perf)
+        parts = [f"Decode {tok_s_range(decode.low_tok_s, decode.high_tok_s)}"]
+        if prefill.known and prefill.low_seconds is not None and prefill.high_seconds is not None:
+            parts.append(
+                f"prefill of {prefill.prompt_tokens} tokens "
+                f"{prefill.low_seconds:.2f}–{prefill.high_seconds:.2f} s"
+            )
+        else:
+            parts.append(f"prefill {prefill.basis}")
+        if decode.limiting_device is not None:
+            parts.append(f"limited by {device_label(decode.limiting_device)}")
+        over = [x for x in self._loads if x.verdict is Verdict.OVER]
+        if over:
+            worst = max(over, key=lambda x: x.over_bytes)
+            parts.append(
+                f"✗ does not fit: {device_label(worst.device)} over by {gib(worst.over_bytes, 2)}"
+            )
+        else:
+            parts.append("✓ the whole placement fits")
+        self.summary.setToolTip(f"{decode.basis}\n{prefill.basis}")
+        return "  ·  ".join(parts)
+
+    def _current_command(self) -> LaunchCommand | None:
+        p = self._document.placement
+        if p is None or self._spec is None or self._rig is None or self._settings is None:
+            return None
+        engine = Engine(self.engine_combo.currentData())
+        need = None
+        totals = {x.device: x.total_bytes for x in self._loads}
+        fractions = [
+            totals.get(f"gpu:{i}", 0) / gpu.memory_total_bytes
+            for i, gpu in enumerate(self._rig.gpus)
+            if gpu.memory_total_bytes
+        ]
+        if fractions:
+            need = max(fractions)
+        return launch_command(
+            engine,
+            p,
+            self._spec,
+            self._quant,
+            self._settings,
+            self._rig,
+            gpu_fraction_needed=need,
+        )
+
+    def _show_command(self) -> None:
+        cmd = self._current_command()
+        if cmd is None:
+            self.command_text.setPlainText("")
+            self.command_notes.setText("")
+            self.copy_button.setEnabled(False)
+            return
+        self.command_text.setPlainText(cmd.text)
+        notes = [f"⚠ {cmd.explanation}"] if not cmd.supported else []
+        notes += [f"• {n}" for n in cmd.notes]
+        self.command_notes.setText("\n".join(notes))
+        self.copy_button.setEnabled(cmd.supported)
+
+    @Slot(int)
+    def _on_engine_combo_changed(self, _index: int) -> None:
+        self._show_command()
+
+    @Slot()
+    def _on_copy_button_clicked(self) -> None:
+        clipboard = QGuiApplication.clipboard()
+        clipboard.setText(self.command_text.toPlainText())

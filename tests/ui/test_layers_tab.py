@@ -1,0 +1,163 @@
+"""The Layers tab driven like a user: drops through the lane models, keys, undo."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
+
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.placement import CPU, Verdict
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.ui.lane_model import LAYERS_MIME, encode_units
+from rigspark_gui.ui.layers_tab import LayersTab
+from tests.conftest import LLAMA_31_8B, make_rig, spec_of
+
+MOVE = Qt.DropAction.MoveAction
+
+
+@pytest.fixture
+def tab(qtbot, llama8b: ModelSpec, rig2x3090: Rig, perf: PerfProfile) -> LayersTab:
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.set_context(llama8b, rig2x3090, PlanSettings(), perf, "Q4_K_M")
+    return w
+
+
+def _drop(tab: LayersTab, units: list[str], device: str) -> bool:
+    model = tab.lane_model(device)
+    return model.dropMimeData(encode_units(units), MOVE, -1, 0, QModelIndex())
+
+
+def _drag_rows(tab: LayersTab, source: str, rows: list[int], target: str) -> bool:
+    src = tab.lane_model(source)
+    mime = src.mimeData([src.index(r) for r in rows])
+    assert mime.hasFormat(LAYERS_MIME)
+    dst = tab.lane_model(target)
+    assert dst.canDropMimeData(mime, MOVE, -1, 0, QModelIndex())
+    return dst.dropMimeData(mime, MOVE, -1, 0, QModelIndex())
+
+
+def test_auto_placement_fills_the_lanes(tab: LayersTab) -> None:
+    units = [u for d in ("gpu:0", "gpu:1", CPU) for u in tab.lane_model(d).unit_ids()]
+    assert len(units) == 34 and tab.lane_model(CPU).unit_ids() == ["input"]
+    assert "Fits" in tab.lane("gpu:0").bar.text
+    assert "fits" in tab.summary.text() and "tok/s" in tab.summary.text()
+    assert "llama-server" in tab.command_text.toPlainText()
+
+
+def test_lane_model_passes_the_model_tester(tab: LayersTab, qtmodeltester) -> None:
+    qtmodeltester.check(tab.lane_model("gpu:0"))
+
+
+def test_drag_between_lanes_moves_and_undo_redo_restore(tab: LayersTab) -> None:
+    before = tab.document.placement
+    src = tab.lane_model("gpu:0")
+    first_two = src.unit_ids()[:2]
+    assert _drag_rows(tab, "gpu:0", [0, 1], "gpu:1")
+    p = tab.document.placement
+    assert p is not None and all(p.unit(u).device == "gpu:1" for u in first_two)
+    assert not set(first_two) & set(src.unit_ids())
+    assert set(first_two) <= set(tab.lane_model("gpu:1").unit_ids())
+    assert "-ot" in tab.command_text.toPlainText()
+    tab.undo_action.trigger()
+    assert tab.document.placement == before and src.unit_ids()[:2] == first_two
+    tab.redo_action.trigger()
+    assert tab.document.placement == p
+
+
+def test_source_remove_rows_after_a_move_drop_changes_nothing(tab: LayersTab) -> None:
+    src = tab.lane_model("gpu:0")
+    n_before = src.rowCount()
+    assert _drag_rows(tab, "gpu:0", [3], "gpu:1")
+    after_drop = tab.document.placement
+    rows = src.rowCount()
+    assert rows == n_before - 1
+    # what QAbstractItemView does to the source after a MoveAction drop
+    assert src.removeRows(3, 1, QModelIndex()) is False
+    assert src.removeRows(0, rows, QModelIndex()) is False
+    assert src.rowCount() == rows and tab.document.placement == after_drop
+    assert tab.document.undo_stack.count() == 1
+
+
+def test_drop_on_own_lane_and_refused_drop(tab: LayersTab) -> None:
+    own = tab.lane_model("gpu:0").unit_ids()[:1]
+    assert not _drop(tab, own, "gpu:0")
+    assert not _drop(tab, ["input"], "gpu:1")
+    assert "input embedding" in tab.message.text()
+    assert tab.document.undo_stack.count() == 0
+
+
+def test_keyboard_move_of_a_selection(tab: LayersTab) -> None:
+    lane = tab.lane("gpu:1")
+    model = lane.model
+    sel = lane.view.selectionModel()
+    picked = model.unit_ids()[:3]
+    for r in range(3):
+        sel.select(model.index(r), QItemSelectionModel.SelectionFlag.Select)
+    action = tab.move_action(CPU)
+    assert action.shortcut().toString() == "Alt+3"
+    action.trigger()
+    p = tab.document.placement
+    assert p is not None and all(p.unit(u).device == CPU for u in picked)
+    assert set(picked) <= set(tab.lane_model(CPU).unit_ids())
+
+
+def test_summary_line_changes_after_a_move(tab: LayersTab) -> None:
+    before = tab.summary.text()
+    assert _drop(tab, [f"blk.{i}" for i in range(10)], CPU)
+    assert tab.summary.text() != before and "Decode" in tab.summary.text()
+
+
+def test_capacity_bar_warns_in_text_when_overcommitted(qtbot, perf: PerfProfile) -> None:
+    w = LayersTab()
+    qtbot.addWidget(w)
+    rig = make_rig(2, vram_gib=6)
+    w.set_context(spec_of(LLAMA_31_8B), rig, PlanSettings(), perf, "Q8_0")
+    assert "OVER" not in w.lane("gpu:0").bar.text
+    all_units = [f"blk.{i}" for i in range(32)] + ["output"]
+    assert _drop(w, all_units, "gpu:0")
+    bar = w.lane("gpu:0").bar
+    assert bar.overcommitted and "⚠ OVER by" in bar.text
+    assert "does not fit" in w.summary.text()
+    w.undo_action.trigger()
+    assert not w.lane("gpu:0").bar.overcommitted
+
+
+def test_strategies_and_commands(tab: LayersTab) -> None:
+    tab.cpu_action.trigger()
+    assert tab.lane_model("gpu:0").rowCount() == 0
+    assert "-ngl 0" in tab.command_text.toPlainText()
+    tab.even_action.trigger()
+    assert tab.lane_model(CPU).unit_ids() == ["input"]
+    tab.fastest_action.trigger()
+    tab.auto_action.trigger()
+    assert tab.document.undo_stack.count() >= 2
+    tab.engine_combo.setCurrentIndex(tab.engine_combo.findData("vllm"))
+    assert "vllm serve" in tab.command_text.toPlainText()
+    assert _drop(tab, ["blk.5"], CPU)
+    assert "cannot" in tab.command_text.toPlainText()
+    assert not tab.copy_button.isEnabled()
+
+
+def test_moe_experts_to_cpu(qtbot, perf: PerfProfile) -> None:
+    g = LLAMA_31_8B.model_copy(
+        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
+    )
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.set_context(spec_of(g), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
+    before = w.summary.text()
+    w.first_n_spin.setValue(4)
+    w.first_n_action.trigger()
+    p = w.document.placement
+    assert p is not None and p.unit("blk.3").experts_device == CPU
+    assert p.unit("blk.4").experts_device is None
+    lane = w.lane_model("gpu:0")
+    row = lane.unit_ids().index("blk.0")
+    assert "experts on CPU" in lane.data(lane.index(row))
+    assert w.summary.text() != before
+    assert "ffn_.*_exps" in w.command_text.toPlainText()
+    loads = {x.device: x for x in w._loads}
+    assert loads["gpu:0"].verdict is not Verdict.OVER

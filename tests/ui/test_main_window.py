@@ -1,0 +1,171 @@
+"""The window as a user drives it: pick a model, move the context, change KV types."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.paths import PathName
+from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
+from rigspark_gui.ui import background, dialogs
+from rigspark_gui.ui.main_window import MainWindow
+
+
+@pytest.fixture(autouse=True)
+def _headless(monkeypatch):
+    monkeypatch.setattr(dialogs, "HEADLESS", True)
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
+    dialogs.shown.clear()
+
+
+def rig_2x3090() -> Rig:
+    gpus = tuple(
+        Gpu(
+            name="NVIDIA GeForce RTX 3090",
+            vendor=Vendor.NVIDIA,
+            index=i,
+            memory_total_bytes=24 * GIB,
+            bandwidth_gbps=936.2,
+            fp16_tflops=71.0,
+        )
+        for i in range(2)
+    )
+    return Rig(
+        name="2x3090",
+        gpus=gpus,
+        ram_total_bytes=64 * GIB,
+        ram_available_bytes=60 * GIB,
+        cpu=Cpu(name="CPU", memory_bandwidth_gbps=51.2),
+    )
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(rig=rig_2x3090(), detect_on_start=False, settings=settings)
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def pick(qtbot, window, text: str) -> None:
+    picker = window.controls.model_picker
+    picker.lineEdit().clear()
+    qtbot.keyClicks(picker.lineEdit(), text)
+    popup = picker.completer().popup()
+    qtbot.waitUntil(popup.isVisible)
+    first = picker.completer().completionModel().index(0, 0)
+    popup.setCurrentIndex(first)
+    qtbot.keyClick(popup, Qt.Key.Key_Return)
+
+
+def test_type_a_model_and_see_its_paths(qtbot, window) -> None:
+    pick(qtbot, window, "llama 3.3 70b")
+    assert window.session.spec.id == "llama-3.3-70b-instruct"
+    table = window.paths_tab.table
+    assert table.item(0, 0).text() == "gpu (1 GPU)"
+    assert table.item(0, 1).text() == "✗ does not fit"
+    assert table.item(0, 4).text().startswith("needs ")
+    assert "recommended" in table.item(1, 1).text()  # multi-gpu
+    fit = window.paths_tab.fit_chart.spec
+    assert fit.rows[0].status == "over"
+    assert any(s.role == "shortfall" for s in fit.rows[0].segments)
+    assert "runs on the" in window.paths_tab.summary.text()
+
+
+def test_context_slider_and_presets_replan(qtbot, window) -> None:
+    pick(qtbot, window, "qwen2.5 7b instruct")
+    before = window.session.plan.paths[0].breakdown.kv_bytes
+    qtbot.mouseClick(window.controls.preset_buttons["32K"], Qt.MouseButton.LeftButton)
+    assert window.session.settings.context == 32768
+    after = window.session.plan.paths[0].breakdown.kv_bytes
+    assert after > before
+    window.controls.context_slider.setValue(0)
+    assert window.session.settings.context == 256
+    qtbot.mouseClick(window.controls.preset_buttons["max"], Qt.MouseButton.LeftButton)
+    assert window.session.settings.context == window.session.spec.geometry.context_length
+
+
+def test_quantized_v_switches_flash_attention_on_and_says_why(qtbot, window) -> None:
+    combo = window.controls.kv_k
+    combo.setCurrentIndex(combo.findData("q4_0"))
+    s = window.session.settings
+    assert s.kv_k is KvCacheType.Q4_0 and s.kv_v is KvCacheType.Q4_0 and s.flash_attn
+    assert window.controls.flash_attn.isChecked()
+    assert "Flash attention switched on" in window.statusBar().currentMessage()
+    window.controls.flash_attn.setChecked(False)
+    assert window.session.settings.flash_attn  # stays on, with a message
+    assert window.controls.flash_attn.isChecked()
+
+
+def test_kv_table_applies_a_row(qtbot, window) -> None:
+    window.tabs.setCurrentWidget(window.kv_tab)
+    qtbot.waitUntil(lambda: window.kv_tab.table.rowCount() == 81)
+    rows = window.kv_tab.rows
+    r = next(
+        i
+        for i, row in enumerate(rows)
+        if row.kv_k is KvCacheType.Q8_0 and row.kv_v is KvCacheType.Q8_0
+    )
+    window.kv_tab.table.cellDoubleClicked.emit(r, 0)
+    assert window.session.settings.kv_k is KvCacheType.Q8_0
+    assert window.session.settings.kv_v is KvCacheType.Q8_0
+    assert window.kv_tab.chart.spec is not None and window.kv_tab.chart.spec.curves
+
+
+def test_catalog_ranks_and_opens(qtbot, window) -> None:
+    window.tabs.setCurrentWidget(window.catalog_tab)
+    qtbot.waitUntil(lambda: window.catalog_tab.model.rowCount() > 100)
+    rows = window.catalog_tab.model.rows
+    verdicts = [r.verdict.value for r in rows]
+    assert verdicts == sorted(verdicts, key=["fits", "slow", "no"].index)
+    view = window.catalog_tab.view
+    window.catalog_tab.filter.setText("405b")
+    assert window.catalog_tab.proxy.rowCount() == 1
+    view.doubleClicked.emit(window.catalog_tab.proxy.index(0, 0))
+    assert window.session.spec.id == "llama-3.1-405b-instruct"
+    assert window.tabs.currentWidget() is window.paths_tab
+
+
+def test_layers_tab_follows_the_plan(qtbot, window) -> None:
+    window.tabs.setCurrentWidget(window.layers_tab)
+    doc = window.layers_tab.document
+    assert doc.placement is not None
+    assert {u.device for u in doc.placement.units} >= {"cpu", "gpu:0"}
+
+
+def test_choices_persist(qtbot, tmp_path) -> None:
+    path = str(tmp_path / "persist.ini")
+    w = MainWindow(
+        rig=rig_2x3090(),
+        detect_on_start=False,
+        settings=QSettings(path, QSettings.Format.IniFormat),
+    )
+    qtbot.addWidget(w)
+    w.session.set_model("qwen3-14b")
+    w.session.update_settings(
+        context=16384,
+        kv_k=KvCacheType.Q8_0,
+        kv_v=KvCacheType.Q8_0,
+        flash_attn=True,
+        backend="ollama",
+    )
+    w.close()
+    again = MainWindow(
+        rig=rig_2x3090(),
+        detect_on_start=False,
+        settings=QSettings(path, QSettings.Format.IniFormat),
+    )
+    qtbot.addWidget(again)
+    s = again.session.settings
+    assert again.session.spec.id == "qwen3-14b"
+    assert (s.context, s.kv_k, s.backend.value) == (16384, KvCacheType.Q8_0, "ollama")
+
+
+def test_rig_edit_replans(qtbot, window) -> None:
+    pick(qtbot, window, "llama 3.3 70b")
+    assert window.session.plan.recommended is PathName.MULTI_GPU
+    window.rig_panel.remove_gpu(1)
+    assert window.session.plan.recommended is not PathName.MULTI_GPU
+    assert all(p.path is not PathName.MULTI_GPU for p in window.session.plan.paths)
