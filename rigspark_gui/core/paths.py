@@ -304,6 +304,21 @@ def plan_path(
     return plan, shown.layout
 
 
+GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU)
+
+
+def choose_recommended(paths: Sequence[PathPlan], spec: ModelSpec) -> PathPlan | None:
+    """The first path that fits, unless a later GPU-only path fits a better quantization:
+    two GPUs at Q6_K beat one GPU at Q2_K, while RAM offload never wins on quality
+    alone (it is an order of magnitude slower)."""
+    fitting = [p for p in paths if p.fits]
+    gpu_only = [p for p in fitting if p.path in GPU_ONLY]
+    if not gpu_only:
+        return fitting[0] if fitting else None
+    order = {q: i for i, q in enumerate(spec.available_quants)}
+    return min(gpu_only, key=lambda p: (order.get(p.quant or "", len(order)), paths.index(p)))
+
+
 def recommended_placement(
     spec: ModelSpec, rig: Rig, s: PlanSettings, path: PathPlan
 ) -> tuple[Placement, tuple[DeviceLoad, ...]]:

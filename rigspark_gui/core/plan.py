@@ -20,6 +20,7 @@ from rigspark_gui.core.paths import (
     _measure,
     _slots_for,
     candidate_paths,
+    choose_recommended,
     plan_path,
     recommended_placement,
 )
@@ -93,7 +94,7 @@ def plan(
     )
     results = [plan_path(spec, rig, s, perf, c) for c in candidate_paths(rig, cpu_only)]
     paths = tuple(r[0] for r in results)
-    recommended = next((p for p in paths if p.fits), None)
+    recommended = choose_recommended(paths, spec)
     shown = recommended or paths[0]
     placement, loads = recommended_placement(spec, rig, s, shown)
     notes: list[str] = list(rig.notes)

@@ -7,7 +7,14 @@ from enum import StrEnum
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
-from rigspark_gui.core.paths import PathName, PathPlan, candidate_paths, plan_path
+from rigspark_gui.core.paths import (
+    GPU_ONLY,
+    PathName,
+    PathPlan,
+    candidate_paths,
+    choose_recommended,
+    plan_path,
+)
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
@@ -49,9 +56,9 @@ def _first_fit(
     for cand in candidate_paths(rig, cpu_only):
         p, _ = plan_path(spec, rig, s, perf, cand)
         tried.append(p)
-        if p.fits:
-            return p, tried
-    return None, tried
+        if p.fits and (cand.name not in GPU_ONLY or p.quant == spec.available_quants[0]):
+            break  # nothing later can be recommended over it
+    return choose_recommended(tried, spec), tried
 
 
 def rank_models(

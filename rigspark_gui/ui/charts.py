@@ -78,7 +78,7 @@ class FitChartWidget(_Plot):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("GiB", parent)
         self.spec: FitChart | None = None
-        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextColor=self._fg)
+        self.legend = self.plot.addLegend(offset=(-10, -10), labelTextColor=self._fg)
 
     def show_chart(self, spec: FitChart) -> None:
         self.spec = spec
@@ -92,19 +92,26 @@ class FitChartWidget(_Plot):
                 if seg.width_gib <= 0:
                     continue
                 colour = QColor(COLOURS[seg.role])
-                brush = (
-                    pg.mkBrush(colour, style=Qt.BrushStyle.BDiagPattern)
-                    if seg.role == "shortfall"
-                    else pg.mkBrush(colour)
-                )
-                bar = pg.BarGraphItem(
-                    x0=[seg.start_gib],
-                    width=[seg.width_gib],
-                    y=[y],
-                    height=0.55,
-                    brush=brush,
-                    pen=pg.mkPen(colour.darker(130)),
-                )
+                if seg.role == "shortfall":
+                    # an outline past the limit: what is missing, drawn over the bar
+                    bar = pg.BarGraphItem(
+                        x0=[seg.start_gib],
+                        width=[seg.width_gib],
+                        y=[y],
+                        height=0.7,
+                        brush=pg.mkBrush(colour.red(), colour.green(), colour.blue(), 60),
+                        pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine),
+                    )
+                    bar.setZValue(10)
+                else:
+                    bar = pg.BarGraphItem(
+                        x0=[seg.start_gib],
+                        width=[seg.width_gib],
+                        y=[y],
+                        height=0.55,
+                        brush=pg.mkBrush(colour),
+                        pen=pg.mkPen(colour.darker(130)),
+                    )
                 self.plot.addItem(bar)
                 if seg.role not in seen:
                     seen.add(seg.role)
@@ -125,7 +132,7 @@ class FitChartWidget(_Plot):
                 colour,
             )
         self._set_rows([r.label for r in spec.rows])
-        self.plot.setXRange(0, spec.x_max_gib * 1.45, padding=0)
+        self.plot.setXRange(0, spec.x_max_gib * 1.7, padding=0)
 
 
 class SpeedChartWidget(_Plot):

@@ -56,6 +56,7 @@ class ControlsBar(QWidget):
         self.context_slider = QSlider(Qt.Orientation.Horizontal)
         self.context_slider.setRange(0, SLIDER_STEPS)
         self.context_slider.setToolTip("Context length (logarithmic)")
+        self.context_slider.setMinimumWidth(180)
         self.context_slider.valueChanged.connect(self._on_slider)
         self.context_spin = QSpinBox()
         self.context_spin.setRange(1, 1 << 24)

@@ -6,6 +6,8 @@ the table fills in when it is ready. Activating a row applies that K/V choice.
 
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -48,6 +50,12 @@ class KvChartWidget(_Plot):
                 list(curve.contexts), list(curve.gib), pen=pg.mkPen(colour, width=2)
             )
             self.legend.addItem(item, f"KV {curve.label}")
+        top = max((c.contexts[-1] for c in spec.curves), default=256)
+        ticks, n = [], 256
+        while n <= top:
+            ticks.append((math.log10(n), tokens(n)))
+            n *= 4
+        self.plot.getAxis("bottom").setTicks([ticks, []])
         for line in spec.limits:
             inf = pg.InfiniteLine(
                 pos=line.gib,
@@ -145,7 +153,7 @@ class KvTab(QWidget):
                 (gib(row.kv_bytes, 2), f"{row.kv_bytes:,} B at the current context"),
             ]
             for lim in row.limits:
-                text = tokens(lim.max_context) if lim.max_context else "does not fit"
+                text = f"{lim.max_context:,}" if lim.max_context else "does not fit"
                 cells.append(
                     (
                         text,

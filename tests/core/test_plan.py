@@ -168,3 +168,16 @@ def test_max_context_is_monotone_in_memory(vram, extra) -> None:
     b = max_context(spec, make_rig(1, vram_gib=vram + extra), s, cand, "Q4_K_M")
     assert b >= a
     assert a % 256 == 0
+
+
+def test_two_gpus_at_a_better_quant_beat_one_gpu_at_q2(perf) -> None:
+    # ~32B dense: fits one 24 GiB GPU only at Q2_K/Q3_K_M, both GPUs at Q6_K
+    g = LLAMA_31_8B.model_copy(update={"n_layer": 64, "n_embd": 5120, "n_head": 40, "n_ff": 27648})
+    p = plan(spec_of(g), make_rig(2), PlanSettings(context=8192), perf)
+    gpu = next(x for x in p.paths if x.path is PathName.GPU)
+    multi = next(x for x in p.paths if x.path is PathName.MULTI_GPU)
+    assert gpu.fits and multi.fits
+    assert p.recommended is PathName.MULTI_GPU
+    assert spec_of(g).available_quants.index(multi.quant) < spec_of(g).available_quants.index(
+        gpu.quant
+    )

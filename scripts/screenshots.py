@@ -1,0 +1,60 @@
+"""Render every tab of the window offscreen into docs/screenshots/ (for the README).
+
+Run: QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshots.py
+A 2x RTX 3090 workstation planning Llama 3.3 70B at 32K context.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from rigspark_gui.catalog.gpu_database import load_gpu_database  # noqa: E402
+from rigspark_gui.catalog.rig_file import load_rig  # noqa: E402
+from rigspark_gui.resources import data_file  # noqa: E402
+from rigspark_gui.ui import background, dialogs  # noqa: E402
+from rigspark_gui.ui.main_window import MainWindow  # noqa: E402
+
+
+def main() -> None:
+    app = QApplication.instance() or QApplication(sys.argv)
+    dialogs.HEADLESS = True
+    background.POOL = background.SyncPool()
+    out = ROOT / "docs" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    settings = QSettings(str(out / ".screenshot-settings.ini"), QSettings.Format.IniFormat)
+    settings.clear()
+    db = load_gpu_database(data_file("gpus.json"), lenient=True)
+    rig = load_rig(ROOT / "examples" / "rig-2x3090.json", db)
+    w = MainWindow(rig=rig, detect_on_start=False, settings=settings)
+    w.resize(1500, 900)
+    w.session.set_model("llama-3.3-70b-instruct")
+    w.session.update_settings(context=32768)
+    w.show()
+    for name, tab in (
+        ("paths", w.paths_tab),
+        ("kv", w.kv_tab),
+        ("layers", w.layers_tab),
+        ("catalog", w.catalog_tab),
+    ):
+        w.tabs.setCurrentWidget(tab)
+        for _ in range(5):
+            app.processEvents()
+        w.grab().save(str(out / f"{name}.png"))
+    w.close()
+    settings.clear()
+    Path(settings.fileName()).unlink(missing_ok=True)
+    os._exit(0)  # skip interpreter teardown of Qt objects: nothing left to save
+
+
+if __name__ == "__main__":
+    main()
