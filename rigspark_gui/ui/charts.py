@@ -8,6 +8,7 @@ never the only signal.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
@@ -58,10 +59,20 @@ class _Plot(QWidget):
             ax.setTextPen(pg.mkPen(self._fg))
 
     def _set_rows(self, labels: list[str]) -> None:
+        if labels == getattr(self, "_labels", None):
+            return  # re-laying out the axis is a good part of a frame
+        self._labels = labels
         n = len(labels)
         ticks = [(n - 1 - i, label) for i, label in enumerate(labels)]
         self.plot.getAxis("left").setTicks([ticks])
         self.plot.setYRange(-0.6, n - 0.4, padding=0)
+
+    def _set_x(self, top: float) -> None:
+        # rescale in steps, not on every small change, so the axis is not re-laid out
+        current = getattr(self, "_x_top", None)
+        if current is None or not (0.8 * current <= top <= current):
+            self._x_top = top
+            self.plot.setXRange(0, top, padding=0)
 
     def _text(self, text: str, x: float, y: float, colour: str | None = None) -> None:
         item = pg.TextItem(text, color=colour or self._fg, anchor=(0, 0.5))
@@ -72,67 +83,103 @@ class _Plot(QWidget):
         self.plot.addItem(item)
 
 
+class _ItemPool:
+    """Reuses plot items between redraws: clearing and re-adding items costs more than
+    a frame; updating their options does not."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        self._plot = plot
+        self._items: dict[object, pg.GraphicsObject] = {}
+        self._used: set[object] = set()
+
+    def begin(self) -> None:
+        self._used.clear()
+
+    def get(self, key: object, make: Callable[[], pg.GraphicsObject]) -> pg.GraphicsObject:
+        item = self._items.get(key)
+        if item is None:
+            item = make()
+            self._items[key] = item
+            self._plot.addItem(item)
+        item.setVisible(True)
+        self._used.add(key)
+        return item
+
+    def end(self) -> None:
+        for key, item in self._items.items():
+            if key not in self._used:
+                item.setVisible(False)
+
+
+def _label(fg: str) -> pg.TextItem:
+    item = pg.TextItem("", color=fg, anchor=(0, 0.5))
+    font = QFont()
+    font.setPointSize(9)
+    item.setFont(font)
+    return item
+
+
 class FitChartWidget(_Plot):
     """Stacked weights / KV / compute / reserve against each path's limit line."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("GiB", parent)
         self.spec: FitChart | None = None
+        self._pool = _ItemPool(self.plot)
         self.legend = self.plot.addLegend(offset=(-10, -10), labelTextColor=self._fg)
+        for role in ("weights", "kv", "compute", "reserve", "shortfall"):
+            sample = pg.BarGraphItem(x0=[0], width=[0], y=[0], height=0, **self._style(role))
+            self.legend.addItem(sample, SEGMENT_LABELS[role])
+
+    @staticmethod
+    def _style(role: str) -> dict[str, object]:
+        colour = QColor(COLOURS[role])
+        if role == "shortfall":
+            # an outline past the limit: what is missing, drawn over the bar
+            return {
+                "brush": pg.mkBrush(colour.red(), colour.green(), colour.blue(), 60),
+                "pen": pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine),
+            }
+        return {"brush": pg.mkBrush(colour), "pen": pg.mkPen(colour.darker(130))}
 
     def show_chart(self, spec: FitChart) -> None:
         self.spec = spec
-        self.plot.clear()
-        self.legend.clear()
+        pool = self._pool
+        pool.begin()
         n = len(spec.rows)
-        seen: set[str] = set()
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             for seg in row.segments:
                 if seg.width_gib <= 0:
                     continue
-                colour = QColor(COLOURS[seg.role])
+                height = 0.7 if seg.role == "shortfall" else 0.55
+                bar = pool.get(
+                    (i, seg.role),
+                    lambda role=seg.role, h=height: pg.BarGraphItem(
+                        x0=[0], width=[0], y=[0], height=h, **self._style(role)
+                    ),
+                )
+                bar.setOpts(x0=[seg.start_gib], width=[seg.width_gib], y=[y])
                 if seg.role == "shortfall":
-                    # an outline past the limit: what is missing, drawn over the bar
-                    bar = pg.BarGraphItem(
-                        x0=[seg.start_gib],
-                        width=[seg.width_gib],
-                        y=[y],
-                        height=0.7,
-                        brush=pg.mkBrush(colour.red(), colour.green(), colour.blue(), 60),
-                        pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine),
-                    )
                     bar.setZValue(10)
-                else:
-                    bar = pg.BarGraphItem(
-                        x0=[seg.start_gib],
-                        width=[seg.width_gib],
-                        y=[y],
-                        height=0.55,
-                        brush=pg.mkBrush(colour),
-                        pen=pg.mkPen(colour.darker(130)),
-                    )
-                self.plot.addItem(bar)
-                if seg.role not in seen:
-                    seen.add(seg.role)
-                    self.legend.addItem(bar, SEGMENT_LABELS[seg.role])
-            limit = pg.PlotDataItem(
-                [row.capacity_gib, row.capacity_gib],
-                [y - 0.38, y + 0.38],
-                pen=pg.mkPen(self._fg, width=2, style=Qt.PenStyle.DashLine),
+            limit = pool.get(
+                (i, "limit"),
+                lambda: pg.PlotDataItem(
+                    [0, 0], [0, 0], pen=pg.mkPen(self._fg, width=2, style=Qt.PenStyle.DashLine)
+                ),
             )
-            self.plot.addItem(limit)
+            limit.setData([row.capacity_gib, row.capacity_gib], [y - 0.38, y + 0.38])
             end = max((s.start_gib + s.width_gib for s in row.segments), default=0.0)
             badge = "  ★ recommended" if row.recommended else ""
-            colour = COLOURS["shortfall"] if row.status == "over" else None
-            self._text(
+            text = pool.get((i, "text"), lambda: _label(self._fg))
+            text.setText(
                 f"{STATUS_TEXT[row.status]} · {row.annotation}{badge}",
-                max(end, row.capacity_gib) + spec.x_max_gib * 0.01,
-                y,
-                colour,
+                color=COLOURS["shortfall"] if row.status == "over" else self._fg,
             )
+            text.setPos(max(end, row.capacity_gib) + spec.x_max_gib * 0.01, y)
+        pool.end()
         self._set_rows([r.label for r in spec.rows])
-        self.plot.setXRange(0, spec.x_max_gib * 1.7, padding=0)
+        self._set_x(spec.x_max_gib * 1.7)
 
 
 class SpeedChartWidget(_Plot):
@@ -141,25 +188,35 @@ class SpeedChartWidget(_Plot):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("decode tok/s", parent)
         self.spec: SpeedChart | None = None
+        self._pool = _ItemPool(self.plot)
 
     def show_chart(self, spec: SpeedChart) -> None:
         self.spec = spec
-        self.plot.clear()
+        pool = self._pool
+        pool.begin()
         n = len(spec.rows)
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             x_text = 0.0
             if row.known and row.low_tok_s is not None and row.high_tok_s is not None:
-                bar = pg.BarGraphItem(
-                    x0=[row.low_tok_s],
-                    width=[max(row.high_tok_s - row.low_tok_s, 0.01)],
-                    y=[y],
-                    height=0.4,
-                    brush=pg.mkBrush(COLOURS["speed"]),
-                    pen=pg.mkPen(QColor(COLOURS["speed"]).darker(140)),
+                bar = pool.get(
+                    (i, "bar"),
+                    lambda: pg.BarGraphItem(
+                        x0=[0],
+                        width=[0],
+                        y=[0],
+                        height=0.4,
+                        brush=pg.mkBrush(COLOURS["speed"]),
+                        pen=pg.mkPen(QColor(COLOURS["speed"]).darker(140)),
+                    ),
                 )
-                self.plot.addItem(bar)
+                bar.setOpts(
+                    x0=[row.low_tok_s], width=[max(row.high_tok_s - row.low_tok_s, 0.01)], y=[y]
+                )
                 x_text = row.high_tok_s
-            self._text(row.annotation, x_text + spec.x_max_tok_s * 0.01, y)
+            text = pool.get((i, "text"), lambda: _label(self._fg))
+            text.setText(row.annotation)
+            text.setPos(x_text + spec.x_max_tok_s * 0.01, y)
+        pool.end()
         self._set_rows([r.label for r in spec.rows])
-        self.plot.setXRange(0, spec.x_max_tok_s * 1.3, padding=0)
+        self._set_x(spec.x_max_tok_s * 1.3)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.chart_spec import fit_chart, speed_chart
 from rigspark_gui.core.paths import PathPlan
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.units import gib, human_bytes, tok_s_range
+from rigspark_gui.core.units import gib, tok_s_range
 from rigspark_gui.report.text import path_label
 from rigspark_gui.ui.charts import COLOURS, FitChartWidget, SpeedChartWidget
 
@@ -117,10 +117,12 @@ class PathsTab(QWidget):
             (p.reason.value if p.reason else "", "what limits this path"),
         ]
         for c, (text, tip) in enumerate(cells):
-            item = QTableWidgetItem(text)
+            item = self.table.item(r, c)
+            if item is None:
+                item = QTableWidgetItem()
+                self.table.setItem(r, c, item)
+            item.setText(text)
             item.setToolTip(tip)
             if c == 1:
                 colour = COLOURS["compute"] if p.fits else COLOURS["shortfall"]
                 item.setForeground(QBrush(QColor(colour)))
-            self.table.setItem(r, c, item)
-        _ = human_bytes
