@@ -250,6 +250,9 @@ def cmd_place(args: argparse.Namespace) -> int:
     decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
     prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
     fits = all(d.verdict.value != "over" for d in loads)
+    from rigspark_gui.core.launch import launch_commands
+
+    commands = launch_commands(placement, spec, quant, s, rig)
     if args.json:
         from rigspark_gui.core.paths import PLAN_SCHEMA_VERSION
 
@@ -264,6 +267,7 @@ def cmd_place(args: argparse.Namespace) -> int:
                 "fits": fits,
                 "throughput": decode.model_dump(mode="json"),
                 "prefill": prefill.model_dump(mode="json"),
+                "launch_commands": [c.model_dump(mode="json") for c in commands],
             }
         )
     else:
@@ -276,6 +280,11 @@ def cmd_place(args: argparse.Namespace) -> int:
         print()
         print(f"Decode: {tok_s_range(decode.low_tok_s, decode.high_tok_s)} ({decode.basis})")
         print("Fits." if fits else "Does not fit: a device is overcommitted.")
+        print()
+        for c in commands:
+            print(f"{c.engine.value}:")
+            body = c.text if c.supported else f"cannot express this placement: {c.explanation}"
+            print("  " + body.replace("\n", "\n  "))
     return EXIT_FITS if fits else EXIT_NO_FIT
 
 
