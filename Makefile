@@ -15,7 +15,7 @@ SYSTEM_PACKAGES := libegl1 libgl1 libfontconfig1 libxkbcommon0 libdbus-1-3 \
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ".[test]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 # Installs missing system libraries with apt-get when run as root on Debian; otherwise

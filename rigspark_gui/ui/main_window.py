@@ -185,6 +185,13 @@ class MainWindow(QMainWindow):
         redetect.setShortcut(QKeySequence("F5"))
         redetect.triggered.connect(self.start_detection)
         view.addAction(redetect)
+        self.bandwidth_action = QAction("Measure RAM &bandwidth", self)
+        self.bandwidth_action.setShortcut(QKeySequence("Ctrl+B"))
+        self.bandwidth_action.setStatusTip(
+            "A one-second copy test: gives the CPU and offload paths a measured speed basis"
+        )
+        self.bandwidth_action.triggered.connect(self.measure_bandwidth)
+        view.addAction(self.bandwidth_action)
         help_menu = self.menuBar().addMenu("&Help")
         about = QAction("&About RigSpark", self)
         about.triggered.connect(self._on_about)
@@ -214,9 +221,43 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             f"Detected {gpus} GPU{'s' if gpus != 1 else ''} and "
             f"{rig.ram_total_bytes / (1 << 30):.0f} GiB RAM"
-            + (f" — {rig.notes[0]}" if rig.notes else ""),
+            + (f" — {rig.notes[0]}" if rig.notes else "")
+            + (
+                ""
+                if rig.cpu.memory_bandwidth_gbps
+                else " — RAM bandwidth unknown: View ▸ Measure RAM bandwidth (Ctrl+B)"
+            ),
             10000,
         )
+
+    @Slot()
+    def measure_bandwidth(self) -> None:
+        from rigspark_gui.hardware.bandwidth_probe import measure_ram_bandwidth
+
+        self.bandwidth_action.setEnabled(False)
+        self.statusBar().showMessage("Measuring RAM bandwidth…")
+
+        def done(result: object) -> None:
+            self.bandwidth_action.setEnabled(True)
+            detected = self.rig_panel.detected_rig() or self.rig_panel.rig()
+            gbps = float(getattr(result, "bandwidth_gbps", 0.0))
+            prov = getattr(result, "provenance", None)
+            cpu = detected.cpu.model_copy(
+                update={
+                    "memory_bandwidth_gbps": gbps,
+                    "provenance": {**detected.cpu.provenance, "memory_bandwidth_gbps": prov}
+                    if prov is not None
+                    else detected.cpu.provenance,
+                }
+            )
+            self.rig_panel.set_detected(detected.model_copy(update={"cpu": cpu}))
+            self.statusBar().showMessage(f"RAM bandwidth: {gbps:.1f} GB/s (measured)", 10000)
+
+        def failed(err: Exception, _details: str) -> None:
+            self.bandwidth_action.setEnabled(True)
+            self.statusBar().showMessage(f"Bandwidth measurement failed: {err}", 10000)
+
+        run_in_background(self, measure_ram_bandwidth, done, failed)
 
     def _on_detect_failed(self, err: Exception, _details: str) -> None:
         self.detect_progress.hide()

@@ -169,3 +169,57 @@ def test_rig_edit_replans(qtbot, window) -> None:
     window.rig_panel.remove_gpu(1)
     assert window.session.plan.recommended is not PathName.MULTI_GPU
     assert all(p.path is not PathName.MULTI_GPU for p in window.session.plan.paths)
+
+
+def test_measuring_ram_bandwidth_gives_the_cpu_path_a_speed(qtbot, window, monkeypatch) -> None:
+    from rigspark_gui.hardware import bandwidth_probe
+
+    rig = rig_2x3090()
+    rig = rig.model_copy(update={"cpu": rig.cpu.model_copy(update={"memory_bandwidth_gbps": None})})
+    window.rig_panel.set_detected(rig)
+    cpu_path = next(p for p in window.session.plan.paths if p.path is PathName.CPU)
+    assert not cpu_path.throughput.known
+    window.bandwidth_action.trigger()
+    cpu_path = next(p for p in window.session.plan.paths if p.path is PathName.CPU)
+    assert cpu_path.throughput.known
+    assert "measured" in window.statusBar().currentMessage()
+    assert window.session.rig.cpu.basis_of("memory_bandwidth_gbps").basis.value == "measured"
+    bandwidth_probe.clear_cache()
+
+
+def test_an_imported_gguf_joins_the_picker_and_is_remembered(qtbot, tmp_path) -> None:
+    from tests.importers.importer_helpers import Dims, decoder_kv, decoder_tensors, write_gguf
+
+    d = Dims()
+    written = write_gguf(
+        tmp_path / "tiny.gguf", "llama", decoder_kv("llama", d), decoder_tensors(d)
+    )
+    path = str(tmp_path / "s.ini")
+    w = MainWindow(
+        rig=rig_2x3090(),
+        detect_on_start=False,
+        settings=QSettings(path, QSettings.Format.IniFormat),
+    )
+    qtbot.addWidget(w)
+    w.import_model(written.path)
+    spec = w.session.spec
+    assert spec.imported and spec.id.startswith("file:")
+    assert "imported" in w.controls.model_picker.currentText()
+    w.close()
+    again = MainWindow(
+        rig=rig_2x3090(),
+        detect_on_start=False,
+        settings=QSettings(path, QSettings.Format.IniFormat),
+    )
+    qtbot.addWidget(again)
+    assert again.session.spec_by_id(spec.id) is not None
+
+
+def test_a_corrupt_import_is_one_clear_error(qtbot, window, tmp_path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    before = window.session.spec
+    window.import_model(bad)
+    assert dialogs.shown and dialogs.shown[-1].title == "Import model"
+    assert "broken.gguf" in dialogs.shown[-1].message
+    assert window.session.spec is before
