@@ -123,6 +123,20 @@ class FitEvaluator:
         self._e = _weight_prefix(layout.block_expert_bytes)
         self._full_cells, self._swa_cells = _cells(g, s)
         self._rec_scale = 4 * s.parallel
+        self._compute_cache: dict[tuple[int, bool, bool], int] = {}
+
+    def _compute(self, reps: list[int], has_output: bool, host: bool) -> int:
+        """device_compute_bytes, cached by what it depends on: whether the device runs a
+        full-attention layer, only sliding ones, or none; the head; the host role."""
+        kind = 0 if not reps else (2 if any(not self.g.is_sliding(i) for i in reps) else 1)
+        key = (kind, has_output, host)
+        value = self._compute_cache.get(key)
+        if value is None:
+            value = device_compute_bytes(self.g, self.s, reps, has_output)
+            if host:
+                value = max(value, host_compute_bytes(self.g, self.s))
+            self._compute_cache[key] = value
+        return value
 
     def _kv(self, lo: int, hi: int) -> int:
         t = self._t
@@ -167,9 +181,7 @@ class FitEvaluator:
         any_gpu = any(d != CPU for d, _, _ in ranges)
         result: dict[str, DeviceTally] = {}
         for d, lay in layers.items():
-            compute = device_compute_bytes(g, self.s, lay, d == out_dev)
-            if d == CPU and any_gpu:
-                compute = max(compute, host_compute_bytes(g, self.s))
+            compute = self._compute(lay, d == out_dev, d == CPU and any_gpu)
             capacity, reserve = device_capacity(self.rig, d)
             result[d] = DeviceTally(
                 device=d,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
+from functools import lru_cache
 
 from pydantic import Field
 
@@ -146,6 +147,15 @@ def _check_split(ngl: int, split: Sequence[float], gpu_ids: Sequence[int]) -> No
 def llama_cpp_ranges(
     n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
 ) -> list[tuple[str, int, int]]:
+    """(device, first slot, end slot) runs of llama.cpp's -ngl/--tensor-split rule; see
+    `_llama_cpp_ranges`. Cached: planning asks for the same split many times."""
+    return list(_llama_cpp_ranges(n_layer, ngl, tuple(split), tuple(gpu_ids)))
+
+
+@lru_cache(maxsize=8192)
+def _llama_cpp_ranges(
+    n_layer: int, ngl: int, split: tuple[float, ...], gpu_ids: tuple[int, ...]
+) -> tuple[tuple[str, int, int], ...]:
     """(device, first slot, end slot) runs of llama.cpp's -ngl/--tensor-split rule over the
     n_layer + 1 slots (the head is slot n_layer), in slot order, empty runs left out.
 
@@ -156,7 +166,7 @@ def llama_cpp_ranges(
     start = max(slots - ngl, 0)
     active = min(ngl, slots) if gpu_ids else 0
     if active == 0:
-        return [(CPU, 0, slots)]
+        return ((CPU, 0, slots),)
     out: list[tuple[str, int, int]] = []
     if start > 0:
         out.append((CPU, 0, start))
@@ -182,7 +192,7 @@ def llama_cpp_ranges(
         if hi > lo:
             out.append((gpu_device(gid), lo, hi))
         lo = hi
-    return out
+    return tuple(out)
 
 
 def llama_cpp_slots(

@@ -211,6 +211,8 @@ def test_place_with_ngl_and_split(capsys) -> None:
     devices = [u["device"] for u in data["placement"]["units"]]
     assert devices[:14] == ["cpu"] * 14 and devices.count("gpu:0") == 15
     assert {d["device"] for d in data["device_loads"]} == {"cpu", "gpu:0", "gpu:1"}
+    llama = next(c for c in data["launch_commands"] if c["engine"] == "llama.cpp")
+    assert llama["supported"] and "-ngl 20" in llama["text"]
 
 
 def test_models_and_gpus_lists(capsys) -> None:

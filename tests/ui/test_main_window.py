@@ -223,3 +223,25 @@ def test_a_corrupt_import_is_one_clear_error(qtbot, window, tmp_path) -> None:
     assert dialogs.shown and dialogs.shown[-1].title == "Import model"
     assert "broken.gguf" in dialogs.shown[-1].message
     assert window.session.spec is before
+
+
+def test_a_bad_catalog_entry_is_shown_and_the_rest_loads(qtbot, tmp_path, monkeypatch) -> None:
+    import json
+
+    from rigspark_gui.catalog import models as catalog_models
+    from rigspark_gui.resources import data_file
+    from rigspark_gui.ui import main_window
+
+    raw = json.loads(data_file("models.json").read_text())
+    raw["models"][0]["geometry"]["n_layer"] = "many"
+    monkeypatch.setattr(main_window, "load_catalog", lambda: catalog_models.parse_catalog(raw))
+    w = MainWindow(
+        rig=rig_2x3090(),
+        detect_on_start=False,
+        settings=QSettings(str(tmp_path / "c.ini"), QSettings.Format.IniFormat),
+    )
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: bool(dialogs.shown))
+    assert dialogs.shown[0].title == "Some catalog entries were skipped"
+    assert "geometry.n_layer" in dialogs.shown[0].message
+    assert len(w.session.specs) == len(raw["models"]) - 1
