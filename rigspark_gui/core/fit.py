@@ -227,9 +227,31 @@ class FitEvaluator:
     def max_ngl(self, gpu_ids: Sequence[int]) -> int:
         """The largest -ngl whose GPU loads all fit (0 if not even the head fits)."""
 
+        n = self.g.n_layer
+        split = self.default_split(gpu_ids)
+        limits = {}
+        for gid in gpu_ids:
+            capacity, reserve = device_capacity(self.rig, gpu_device(gid))
+            limits[gpu_device(gid)] = max(capacity - reserve, 0) * (1 - HEADROOM)
+        layout = self.layout
+        head = layout.output_bytes + layout.tied_head_bytes
+
         def gpus_fit(ngl: int) -> bool:
-            t = self.llama_cpp_tally(ngl, gpu_ids)
-            return all(v.fits for d, v in t.items() if d != CPU)
+            # the GPU side of tally_ranges only: this search runs for every quant tried
+            for d, lo, end in llama_cpp_ranges(n, ngl, split, gpu_ids):
+                if d == CPU:
+                    continue
+                hi = min(end, n)
+                need = head if end > n else 0
+                reps: list[int] = []
+                if hi > lo:
+                    need += self._w[hi] - self._w[lo] + self._kv(lo, hi)
+                    full = self._t.first_full[lo]
+                    reps.append(full if full < hi else lo)
+                need += self._compute(reps, end > n, False)
+                if need > limits[d]:
+                    return False
+            return True
 
         lo, hi = 0, self.g.n_layer + 1
         if gpus_fit(hi):

@@ -192,12 +192,9 @@ def _try(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant:
     return _Trial(quant, layout, ranges, ngl, split, fits, required, usable, shortfall, breakdown)
 
 
-def _surely_too_big(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str
-) -> bool:
+def _surely_too_big(layout: WeightsLayout, kv_bytes: int, rig: Rig, cand: PathCandidate) -> bool:
     """A cheap lower bound: weights plus KV beyond everything the path's devices hold."""
-    layout = weights_layout(spec, quant)
-    need = layout.total_bytes + kv_total_fast(spec.geometry, s)
+    need = layout.total_bytes + kv_bytes
     if cand.name is PathName.CPU:
         usable = rig.ram_usable_bytes
     else:
@@ -240,8 +237,9 @@ def plan_path(
     chosen: _Trial | None = None
     last: _Trial | None = None
     context_ok = s.context <= g.context_length
+    kv_bytes = kv_total_fast(g, s)  # the same for every quantization
     for i, q in enumerate(quants):
-        if i < len(quants) - 1 and _surely_too_big(spec, rig, s, cand, q):
+        if i < len(quants) - 1 and _surely_too_big(weights_layout(spec, q), kv_bytes, rig, cand):
             continue  # the last quant is always tried in full: its figures are shown
         trial = _try(spec, rig, s, cand, q)
         last = trial

@@ -143,3 +143,18 @@ def _reference_slots(n_layer, ngl, split, gpu_ids):
 def test_ranges_match_llama_cpp_loop(n_layer, ngl, split) -> None:
     ids = list(range(len(split)))
     assert llama_cpp_slots(n_layer, ngl, split, ids) == _reference_slots(n_layer, ngl, split, ids)
+
+
+@settings(max_examples=40, deadline=None)
+@given(vram=st.integers(2, 40), context=st.integers(256, 65536), n_gpus=st.integers(1, 3))
+def test_max_ngl_is_the_largest_ngl_whose_gpus_fit(vram, context, n_gpus) -> None:
+    rig, s = make_rig(n_gpus, vram_gib=vram), PlanSettings(context=context)
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q8_0")
+    ev = FitEvaluator(LLAMA_31_8B, layout, rig, s)
+    ids = list(range(n_gpus))
+
+    def fits(ngl: int) -> bool:
+        return all(t.fits for d, t in ev.llama_cpp_tally(ngl, ids).items() if d != CPU)
+
+    best = max((k for k in range(LLAMA_31_8B.n_layer + 2) if fits(k)), default=0)
+    assert ev.max_ngl(ids) == best
