@@ -61,69 +61,44 @@ def _first_fit(
     return choose_recommended(tried, spec), tried
 
 
+def rank_model(spec: ModelSpec, rig: Rig, s: PlanSettings, perf: PerfProfile) -> RankedModel:
+    """One model's verdict, best path, quant, memory and speed (context capped at its own)."""
+    ctx = min(s.context, spec.geometry.context_length)
+    settings = s.model_copy(update={"context": ctx, "quant": None})
+    base = {
+        "model_id": spec.id,
+        "name": spec.name,
+        "family": spec.family,
+        "params": weights_layout(spec, spec.available_quants[0]).n_params,
+    }
+    try:
+        best, tried = _first_fit(spec, rig, settings, perf)
+    except RigSparkError as err:
+        return RankedModel(
+            **base, verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
+            low_tok_s=None, high_tok_s=None, note=str(err),
+        )  # fmt: skip
+    if best is None:
+        smallest = min(tried, key=lambda x: x.shortfall_bytes or 0)
+        return RankedModel(
+            **base, verdict=Verdict.NO, path=None, quant=smallest.quant,
+            required_bytes=smallest.required_bytes, low_tok_s=None, high_tok_s=None,
+            note=f"needs {smallest.shortfall_bytes or 0:,} B more on {smallest.path}",
+        )  # fmt: skip
+    t = best.throughput
+    slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S
+    return RankedModel(
+        **base, verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
+        quant=best.quant, required_bytes=best.required_bytes, low_tok_s=t.low_tok_s,
+        high_tok_s=t.high_tok_s, note="" if ctx == s.context else f"context capped at {ctx}",
+    )  # fmt: skip
+
+
 def rank_models(
     specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, perf: PerfProfile
 ) -> list[RankedModel]:
-    rows: list[RankedModel] = []
-    for spec in specs:
-        ctx = min(s.context, spec.geometry.context_length)
-        settings = s.model_copy(update={"context": ctx, "quant": None})
-        params = weights_layout(spec, spec.available_quants[0]).n_params
-        try:
-            best, tried = _first_fit(spec, rig, settings, perf)
-        except RigSparkError as err:
-            rows.append(
-                RankedModel(
-                    model_id=spec.id,
-                    name=spec.name,
-                    family=spec.family,
-                    params=params,
-                    verdict=Verdict.NO,
-                    path=None,
-                    quant=None,
-                    required_bytes=0,
-                    low_tok_s=None,
-                    high_tok_s=None,
-                    note=str(err),
-                )
-            )
-            continue
-        if best is None:
-            smallest = min(tried, key=lambda x: x.shortfall_bytes or 0)
-            rows.append(
-                RankedModel(
-                    model_id=spec.id,
-                    name=spec.name,
-                    family=spec.family,
-                    params=params,
-                    verdict=Verdict.NO,
-                    path=None,
-                    quant=smallest.quant,
-                    required_bytes=smallest.required_bytes,
-                    low_tok_s=None,
-                    high_tok_s=None,
-                    note=f"needs {smallest.shortfall_bytes or 0:,} B more on {smallest.path}",
-                )
-            )
-            continue
-        t = best.throughput
-        slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S
-        note = "" if ctx == s.context else f"context capped at {ctx}"
-        rows.append(
-            RankedModel(
-                model_id=spec.id,
-                name=spec.name,
-                family=spec.family,
-                params=params,
-                verdict=Verdict.SLOW if slow else Verdict.FITS,
-                path=best.path,
-                quant=best.quant,
-                required_bytes=best.required_bytes,
-                low_tok_s=t.low_tok_s,
-                high_tok_s=t.high_tok_s,
-                note=note,
-            )
-        )
+    """Every model ranked: those that fit first (biggest first), then slow, then no."""
+    rows = [rank_model(spec, rig, s, perf) for spec in specs]
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))
     return rows
