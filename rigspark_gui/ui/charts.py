@@ -13,7 +13,7 @@ from collections.abc import Callable
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -48,6 +48,12 @@ class _Plot(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.plot)
         self._apply_palette()
+
+    def changeEvent(self, event: QEvent) -> None:
+        # follow the system's light/dark switch while running
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)
 
     def _apply_palette(self) -> None:
         dark = _is_dark(self)

@@ -245,3 +245,12 @@ def test_a_bad_catalog_entry_is_shown_and_the_rest_loads(qtbot, tmp_path, monkey
     assert dialogs.shown[0].title == "Some catalog entries were skipped"
     assert "geometry.n_layer" in dialogs.shown[0].message
     assert len(w.session.specs) == len(raw["models"]) - 1
+
+
+def test_prompt_length_drives_the_prefill_estimate(qtbot, window) -> None:
+    gpu = lambda: next(p for p in window.session.plan.paths if p.fits)  # noqa: E731
+    before = gpu().prefill.high_seconds
+    window.controls.prompt.setValue(4096)
+    assert window.session.settings.prompt_tokens == 4096
+    assert gpu().prefill.high_seconds > before
+    assert "4096 tokens" in window.paths_tab.table.item(0, 6).text()
