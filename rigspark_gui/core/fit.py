@@ -14,7 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rigspark_gui.core.compute_buffer import device_compute_bytes, host_compute_bytes
+from rigspark_gui.core.compute_buffer import (
+    device_compute_bytes,
+    host_compute_bytes,
+    output_buffer_bytes,
+)
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
 from rigspark_gui.core.model_spec import Geometry
@@ -123,16 +127,16 @@ class FitEvaluator:
         self._e = _weight_prefix(layout.block_expert_bytes)
         self._full_cells, self._swa_cells = _cells(g, s)
         self._rec_scale = 4 * s.parallel
-        self._compute_cache: dict[tuple[int, bool, bool], int] = {}
+        self._compute_cache: dict[tuple[int, bool, bool, bool], int] = {}
 
-    def _compute(self, reps: list[int], has_output: bool, host: bool) -> int:
+    def _compute(self, reps: list[int], has_output: bool, cpu: bool, host: bool) -> int:
         """device_compute_bytes, cached by what it depends on: whether the device runs a
         full-attention layer, only sliding ones, or none; the head; the host role."""
         kind = 0 if not reps else (2 if any(not self.g.is_sliding(i) for i in reps) else 1)
-        key = (kind, has_output, host)
+        key = (kind, has_output, cpu, host)
         value = self._compute_cache.get(key)
         if value is None:
-            value = device_compute_bytes(self.g, self.s, reps, has_output)
+            value = device_compute_bytes(self.g, self.s, reps, has_output, cpu=cpu)
             if host:
                 value = max(value, host_compute_bytes(self.g, self.s))
             self._compute_cache[key] = value
@@ -181,7 +185,9 @@ class FitEvaluator:
         any_gpu = any(d != CPU for d, _, _ in ranges)
         result: dict[str, DeviceTally] = {}
         for d, lay in layers.items():
-            compute = self._compute(lay, d == out_dev, d == CPU and any_gpu)
+            compute = self._compute(lay, d == out_dev, d == CPU, d == CPU and any_gpu)
+            if d == CPU:
+                compute += output_buffer_bytes(g, self.s)
             capacity, reserve = device_capacity(self.rig, d)
             result[d] = DeviceTally(
                 device=d,
@@ -248,7 +254,7 @@ class FitEvaluator:
                     need += self._w[hi] - self._w[lo] + self._kv(lo, hi)
                     full = self._t.first_full[lo]
                     reps.append(full if full < hi else lo)
-                need += self._compute(reps, end > n, False)
+                need += self._compute(reps, end > n, False, False)
                 if need > limits[d]:
                     return False
             return True

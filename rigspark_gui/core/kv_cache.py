@@ -1,8 +1,15 @@
 """KV cache bytes exactly as llama.cpp allocates them (src/llama-kv-cache.cpp).
 
 Per layer with KV: [row(type_k, head_dim_k * kv_heads) + row(type_v, head_dim_v * kv_heads)]
-* kv_cells. kv_cells = context padded to 256 (all sequences together); sliding-window
-layers hold only min(that, pad256(window * n_seq + n_ubatch)) unless --swa-full. MLA
+* kv_cells. llama.cpp's C API and llama-cli keep one stream per sequence (kv_unified off,
+llama_context_default_params): n_ctx is padded to 256, split evenly over the n_seq
+streams and each share padded to 256 again (src/llama-context.cpp: `n_ctx_seq =
+GGML_PAD(n_ctx / n_seq_max, 256)`), so kv_cells = n_seq * pad256(pad256(context) / n_seq)
+- 1024 cells, not 512, for a 512 context with 4 sequences. Sliding-window layers hold
+pad256(min(n_ctx_seq, window + n_ubatch)) per stream unless --swa-full
+(src/llama-kv-cache-iswa.cpp: `GGML_PAD(std::min(size_base, n_swa*(unified ? n_seq_max : 1)
++ n_ubatch), 256)`). With a unified cache (llama-server's automatic 4 slots) there is one
+stream of pad256(context) cells and the window term is window * n_seq + n_ubatch. MLA
 layers keep only the latent K (kv_lora_rank + rope dims, one head). Recurrent layers hold
 F32 state per sequence, independent of context. vLLM pages of 16 tokens instead.
 """
@@ -20,14 +27,27 @@ def pad_to(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
-def kv_cells(g: Geometry, layer: int, s: PlanSettings) -> int:
-    """Cells the cache of `layer` holds, over all sequences."""
+def kv_streams(s: PlanSettings, unified: bool = False) -> int:
+    """KV streams llama.cpp allocates: one per sequence unless the cache is unified."""
+    return 1 if unified or s.backend is Backend.VLLM else s.parallel
+
+
+def kv_cells_per_stream(g: Geometry, layer: int, s: PlanSettings, unified: bool = False) -> int:
+    """Cells one stream of `layer` holds: the n_kv an attention over it can span."""
     if s.backend is Backend.VLLM:
         return pad_to(s.context, VLLM_BLOCK_TOKENS) * s.parallel
-    full = pad_to(s.context, KV_PAD)
+    n_ctx = pad_to(s.context, KV_PAD)
+    n_stream = kv_streams(s, unified)
+    per_stream = pad_to(n_ctx // n_stream, KV_PAD)
     if g.is_sliding(layer) and not s.swa_full and g.sliding_window is not None:
-        return min(full, pad_to(g.sliding_window * s.parallel + s.n_ubatch, KV_PAD))
-    return full
+        window_seqs = s.parallel if unified else 1
+        return pad_to(min(per_stream, g.sliding_window * window_seqs + s.n_ubatch), KV_PAD)
+    return per_stream
+
+
+def kv_cells(g: Geometry, layer: int, s: PlanSettings, unified: bool = False) -> int:
+    """Cells the cache of `layer` holds, over all sequences (all streams)."""
+    return kv_cells_per_stream(g, layer, s, unified) * kv_streams(s, unified)
 
 
 def kv_row_pair_bytes(g: Geometry, layer: int, k: KvCacheType, v: KvCacheType) -> int:

@@ -16,13 +16,17 @@ from functools import lru_cache
 
 from pydantic import Field
 
-from rigspark_gui.core.compute_buffer import device_compute_bytes, host_compute_bytes
+from rigspark_gui.core.compute_buffer import (
+    device_compute_bytes,
+    host_compute_bytes,
+    output_buffer_bytes,
+)
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.kv_cache import kv_bytes_per_layer
 from rigspark_gui.core.model_spec import Frozen, Geometry
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
-from rigspark_gui.core.weights import WeightsLayout
+from rigspark_gui.core.weights import RepackBytes, WeightsLayout
 
 CPU = "cpu"
 INPUT = "input"
@@ -306,6 +310,15 @@ def verdict(total: int, capacity: int, reserve: int) -> Verdict:
     return Verdict.FITS
 
 
+def _repack_on_cpu(repack: RepackBytes, u: UnitPlacement) -> int:
+    """Repacked bytes of the parts of a block (dense part, routed experts) on the CPU."""
+    total = repack.block_bytes[u.index]
+    experts = repack.block_expert_bytes[u.index]
+    if u.experts_device is None or u.experts_device == u.device:
+        return total
+    return experts if u.experts_device == CPU else total - experts
+
+
 def device_loads(
     placement: Placement,
     g: Geometry,
@@ -313,8 +326,14 @@ def device_loads(
     rig: Rig,
     s: PlanSettings,
     kv_layers: Sequence[int] | None = None,
+    cpu_repack: RepackBytes | None = None,
 ) -> tuple[DeviceLoad, ...]:
-    """Weights, KV, compute and reserve on every device of the rig under `placement`."""
+    """Weights, KV, compute and reserve on every device of the rig under `placement`.
+
+    CPU weights are the memory-mapped file plus, with `cpu_repack` (weights.cpu_repack_bytes
+    for the CPU's features), the CPU_REPACK copies of the CPU-resident units: the mapped
+    range still spans the repacked tensors, so both count. The CPU also holds the logits
+    (output) buffer, counted with its compute buffer."""
     kv = kv_layers if kv_layers is not None else kv_bytes_per_layer(g, s)
     weights: dict[str, int] = dict.fromkeys(placement.devices, 0)
     kv_b: dict[str, int] = dict.fromkeys(placement.devices, 0)
@@ -330,6 +349,8 @@ def device_loads(
             weights[u.device] += layout.output_bytes
             if u.device != CPU:
                 weights[u.device] += layout.tied_head_bytes
+            elif cpu_repack is not None:
+                weights[CPU] += cpu_repack.output_bytes
         else:
             il = u.index
             experts = layout.block_expert_bytes[il]
@@ -338,16 +359,26 @@ def device_loads(
                 weights[u.experts_device] += experts
             else:
                 weights[u.device] += layout.block_bytes[il]
+            if cpu_repack is not None and CPU in (u.device, u.experts_device):
+                weights[CPU] += _repack_on_cpu(cpu_repack, u)
             kv_b[u.device] += kv[il]
             layers_on[u.device].append(il)
     any_gpu = any(u.device != CPU for u in placement.units)
+    if (
+        cpu_repack is not None
+        and not any_gpu
+        and all(u.experts_device in (None, CPU) for u in placement.units)
+    ):
+        weights[CPU] -= cpu_repack.unmapped_bytes
     loads = []
     for d in placement.devices:
         if d not in weights:
             continue
-        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d)
+        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d, cpu=d == CPU)
         if d == CPU and any_gpu:
             compute = max(compute, host_compute_bytes(g, s))
+        if d == CPU:
+            compute += output_buffer_bytes(g, s)
         capacity, reserve = device_capacity(rig, d)
         # an idle GPU is not initialised by the backend: no context, no reserve
         reserve_used = 0 if d != CPU and not units[d] else reserve

@@ -108,7 +108,23 @@ def test_swa_full_sizes_every_layer_at_the_context() -> None:
 
 def test_window_grows_with_parallel_sequences() -> None:
     s = PlanSettings(context=16384, parallel=2)
-    assert kv_cells(GEMMA2_9B.model_copy(update={"context_length": 16384}), 0, s) == 8704
+    g = GEMMA2_9B.model_copy(update={"context_length": 16384})
+    # One stream per sequence (kv_unified off, the C API default): each stream's sliding
+    # layers hold pad256(min(16384 / 2, 4096 + 512)) = 4608 cells, two streams 9216.
+    # llama.cpp src/llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(std::min(size_base,
+    # hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch), 256), with size_base the
+    # per-stream n_ctx_seq (src/llama-context.cpp: n_ctx_seq = GGML_PAD(n_ctx / n_seq_max,
+    # 256)). Measured: validation/cases.json, gemma2-swa with n_seq 2 and 4.
+    assert kv_cells(g, 0, s) == 9216
+    # a unified cache (llama-server's automatic slots) shares one window term: 4096 * 2 + 512
+    assert kv_cells(g, 0, s, unified=True) == 8704
+
+
+def test_streams_split_the_context_and_pad_each_share() -> None:
+    # 512 cells over 4 streams: 128 per stream, padded to 256 each -> 1024 in all
+    # (src/llama-context.cpp: n_ctx = n_ctx_seq * n_seq_max after padding n_ctx_seq)
+    assert kv_cells(LLAMA_31_8B, 0, PlanSettings(context=512, parallel=4)) == 1024
+    assert kv_cells(LLAMA_31_8B, 0, PlanSettings(context=512, parallel=4), unified=True) == 512
 
 
 def test_small_context_caps_sliding_layers() -> None:
