@@ -272,6 +272,11 @@ def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase
         raise CatalogError(f"cannot read GPU database {path}: {exc.strerror or exc}") from exc
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    except (ValueError, RecursionError) as exc:
+        # Bad UTF-8, an integer past Python's 4300-digit limit, or nesting deeper than
+        # the decoder's stack: all of them a file that is not a GPU database.
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise CatalogError(f"{path}: not valid JSON ({detail})") from None
     if not isinstance(raw, dict):
         raise CatalogError(f"{path}: expected an object with 'schema_version' and 'gpus'")
     version = raw.get("schema_version")

@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from pydantic import ValidationError
 
@@ -179,16 +179,35 @@ class _Config:
         return flags
 
 
+def _printable(text: str) -> str:
+    """`text` with unprintable characters (controls, lone surrogates) replaced by '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text).strip()
+
+
 def _show(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _read_bounded(f: BinaryIO, limit: int) -> bytes:
+    """At most `limit` bytes, in chunks: `f.read(limit)` allocates `limit` bytes up front,
+    64 MiB for every safetensors index however small the file."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = f.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _read_json(path: Path, limit: int) -> Any:
     fname = path.name
     try:
         with path.open("rb") as f:
-            raw = f.read(limit + 1)
+            raw = _read_bounded(f, limit + 1)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ModelImportError(f"{fname}: cannot read the file ({reason})") from exc
@@ -398,7 +417,7 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
     if not isinstance(model_type, str) or not model_type:
         raise ModelImportError(f"{fname}: missing field model_type")
     if model_type not in _FAMILIES:
-        raise ModelImportError(f"{fname}: not supported yet: {model_type[:60]}")
+        raise ModelImportError(f"{fname}: not supported yet: {_printable(model_type)[:60]}")
     geometry, _ = _geometry(data, model_type, fname)
 
     folder = config_path.parent.resolve()
@@ -407,19 +426,25 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
     name_or_path = data.get("_name_or_path")
     name = folder_name
     if isinstance(name_or_path, str) and name_or_path.strip():
-        name = name_or_path.strip().rstrip("/").split("/")[-1] or folder_name
+        # JSON may spell lone surrogates ("\ud800"), which no encoder can write out again.
+        name = _printable(name_or_path.strip().rstrip("/").split("/")[-1]) or folder_name
     source = str(config_path)
     if total is not None:
         source += f" (safetensors {total} bytes)"
-    spec = ModelSpec(
-        id=("hf:" + folder_name)[:200],
-        name=name[:300],
-        family=model_type,
-        geometry=geometry,
-        quants=SYNTHESIZED_QUANTS,
-        source=source,
-        imported=True,
-    )
+    try:
+        spec = ModelSpec(
+            id=("hf:" + folder_name)[:200],
+            name=name[:300],
+            family=model_type,
+            geometry=geometry,
+            quants=SYNTHESIZED_QUANTS,
+            source=source,
+            imported=True,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        raise ModelImportError(f"{fname}: unusable model ({loc}: {err.get('msg', '')})") from None
     return HfImport(spec=spec, config_path=config_path, safetensors_total_bytes=total)
 
 

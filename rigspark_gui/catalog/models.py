@@ -110,6 +110,9 @@ def load_catalog(path: Path | None = None) -> Catalog:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise CatalogError(f"cannot read the catalog {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CatalogError(f"{path.name} is not valid JSON: {err}") from None
+    except (ValueError, RecursionError) as err:
+        # ValueError covers bad JSON, bad UTF-8 and integers past Python's 4300-digit
+        # limit; RecursionError covers nesting deeper than the decoder's stack.
+        detail = " ".join(str(err).split())[:160] or type(err).__name__
+        raise CatalogError(f"{path.name} is not valid JSON: {detail}") from None
     return parse_catalog(raw, path.name)

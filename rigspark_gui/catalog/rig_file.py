@@ -22,6 +22,11 @@ def _message(err: ValidationError) -> str:
     return f"{where}: {msg}"
 
 
+def _short(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def parse_rig(raw: object, database: GpuDatabase | None, source: str = "rig") -> Rig:
     if not isinstance(raw, dict):
         raise InvalidRigError(f"{source}: expected a JSON object")
@@ -57,8 +62,10 @@ def load_rig(path: Path, database: GpuDatabase | None) -> Rig:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InvalidRigError(f"cannot read rig file {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InvalidRigError(f"{path.name} is not valid JSON: {err}") from None
+    except (ValueError, RecursionError) as err:
+        # ValueError covers bad JSON, bad UTF-8 and integers past Python's 4300-digit
+        # limit; RecursionError covers nesting deeper than the decoder's stack.
+        raise InvalidRigError(f"{path.name} is not valid JSON: {_short(err)}") from None
     return parse_rig(raw, database, path.name)
 
 

@@ -31,6 +31,21 @@ def _unknown(reason: str) -> Provenance:
     return Provenance(basis=Basis.UNKNOWN, source=reason)
 
 
+# Beyond these a figure is a broken platform layer, not a machine; it becomes unknown
+# rather than a plan built on it (and a negative size would fail the Rig's validation).
+_MAX_BYTES = 1 << 52  # 4 PiB
+_MAX_CPUS = 1 << 16
+
+
+def _count(value: object, hi: int, what: str) -> int:
+    """A positive integer no larger than `hi`, or ValueError saying what was wrong."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} is not a number ({value!r:.40})")
+    if not 0 < value <= hi:
+        raise ValueError(f"{what} {value} is out of range")
+    return value
+
+
 def _linux_model_name(cpuinfo_path: Path) -> str | None:
     try:
         text = cpuinfo_path.read_text(encoding="utf-8", errors="replace")
@@ -94,25 +109,43 @@ def probe_cpu(
     ram_available: int | None = None
     try:
         vm = psutil.virtual_memory()
-        ram_total, ram_available = int(vm.total), min(int(vm.available), int(vm.total))
-        rig_prov["ram_total_bytes"] = rig_prov["ram_available_bytes"] = _PSUTIL
+        ram_total = _count(vm.total, _MAX_BYTES, "total RAM")
+        rig_prov["ram_total_bytes"] = _PSUTIL
     except Exception as exc:
         reason = f"psutil: {exc}"
         rig_prov["ram_total_bytes"] = rig_prov["ram_available_bytes"] = _unknown(reason)
         notes.append(f"RAM size unknown ({reason})")
+    else:
+        try:
+            available = vm.available
+            if isinstance(available, int) and not isinstance(available, bool) and available == 0:
+                ram_available = 0  # a machine out of memory says so; that is not nonsense
+            else:
+                ram_available = _count(available, _MAX_BYTES, "available RAM")
+            # psutil can report available a little above total on some kernels.
+            ram_available = min(ram_available, ram_total)
+            rig_prov["ram_available_bytes"] = _PSUTIL
+        except Exception as exc:
+            rig_prov["ram_available_bytes"] = _unknown(f"psutil: {exc}")
+            notes.append(f"available RAM unknown (psutil: {exc})")
 
     cores: int | None = None
     threads: int | None = None
-    try:
-        cores = psutil.cpu_count(logical=False) or None
-        cpu_prov["cores"] = _PSUTIL if cores else _unknown("psutil: not reported")
-    except Exception as exc:
-        cpu_prov["cores"] = _unknown(f"psutil: {exc}")
-    try:
-        threads = psutil.cpu_count(logical=True) or None
-        cpu_prov["threads"] = _PSUTIL if threads else _unknown("psutil: not reported")
-    except Exception as exc:
-        cpu_prov["threads"] = _unknown(f"psutil: {exc}")
+    for logical, field in ((False, "cores"), (True, "threads")):
+        try:
+            raw = psutil.cpu_count(logical=logical)
+            if raw is None:
+                cpu_prov[field] = _unknown("psutil: not reported")
+                continue
+            value = _count(raw, _MAX_CPUS, f"CPU {field}")
+            cpu_prov[field] = _PSUTIL
+        except Exception as exc:
+            cpu_prov[field] = _unknown(f"psutil: {exc}")
+            continue
+        if logical:
+            threads = value
+        else:
+            cores = value
 
     name = cpu_model_name(system, cpuinfo_path=cpuinfo_path, runner=runner)
     cpu_prov["name"] = (
@@ -124,7 +157,8 @@ def probe_cpu(
     disk_free: int | None = None
     target = _existing_dir(models_dir if models_dir is not None else Path.home())
     try:
-        disk_free = int(psutil.disk_usage(str(target)).free)
+        free = psutil.disk_usage(str(target)).free
+        disk_free = 0 if free == 0 else _count(free, _MAX_BYTES, "free disk")
         rig_prov["disk_free_bytes"] = Provenance(basis=Basis.MEASURED, source=f"psutil: {target}")
     except Exception as exc:
         rig_prov["disk_free_bytes"] = _unknown(f"psutil: {exc}")

@@ -73,6 +73,15 @@ class _Probe(Generic[T]):
         return self._outcome.value
 
 
+def _devices(label: str, read: Callable[[], tuple[Gpu, ...]], notes: list[str]) -> list[Gpu]:
+    """A probe's GPUs; one the Rig model refuses costs that probe's GPUs, not detection."""
+    try:
+        return list(read())
+    except Exception as exc:
+        notes.append(f"{label} probe failed: {str(exc) or type(exc).__name__}")
+        return []
+
+
 def detect(
     *,
     database: GpuFiller | None = None,
@@ -110,12 +119,12 @@ def detect(
     gpus: list[Gpu] = []
     nv = nvidia_probe.result(deadline, timeout_s, notes)
     if nv is not None:
-        gpus.extend(nv.gpus)
+        gpus.extend(_devices("NVIDIA", lambda: nv.gpus, notes))
         notes.extend(nv.notes)
     if sysfs_probe is not None:
         sysfs = sysfs_probe.result(deadline, timeout_s, notes)
         if sysfs is not None:
-            gpus.extend(sysfs.gpus)
+            gpus.extend(_devices("AMD/Intel", lambda: sysfs.gpus, notes))
             notes.extend(sysfs.notes)
     unified_memory = False
     if apple_probe is not None:
@@ -129,7 +138,10 @@ def detect(
     if database is not None:
         filled: list[Gpu] = []
         for gpu in gpus:
-            gpu, note = database.fill_with_note(gpu)
+            try:
+                gpu, note = database.fill_with_note(gpu)
+            except Exception as exc:  # a figure the database contradicts: keep the GPU as read
+                note = f"{gpu.name}: GPU database figures not applied ({exc})"
             filled.append(gpu)
             if note and note not in notes:
                 notes.append(note)

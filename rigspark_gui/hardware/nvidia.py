@@ -105,6 +105,47 @@ def _reason(exc: BaseException) -> str:
     return f"NVML: {text}"
 
 
+# Ranges a real board stays inside; a driver answering outside them is broken, and its
+# figure must not reach a plan (a negative size would fail validation, a huge clock
+# would promise impossible speed). Generous on purpose: only nonsense is refused.
+_MAX_MEMORY_BYTES = 1 << 44  # 16 TiB
+_MAX_BUS_WIDTH_BITS = 16384
+_MAX_CLOCK_MHZ = 100_000
+_MAX_PCIE_GENERATION = 16
+_MAX_PCIE_WIDTH = 64
+_MAX_SM_COUNT = 10_000
+_MAX_DEVICES = 64
+
+
+class _Nonsense(ValueError):
+    """An NVML answer outside what any board reports."""
+
+
+def _in_range(value: Any, lo: int, hi: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise _Nonsense(f"{what} is not a number ({value!r:.40})") from None
+    if not lo <= value <= hi:
+        raise _Nonsense(f"{what} {value} is out of range")
+    return int(value)
+
+
+def _memory_info(info: Any) -> tuple[int, int]:
+    total = _in_range(getattr(info, "total", None), 1, _MAX_MEMORY_BYTES, "total memory")
+    free = _in_range(getattr(info, "free", None), 0, _MAX_MEMORY_BYTES, "free memory")
+    return total, free
+
+
+def _capability(value: Any) -> str:
+    try:
+        major, minor = value
+    except (TypeError, ValueError):
+        raise _Nonsense(f"compute capability {value!r:.40} is not (major, minor)") from None
+    return f"{_in_range(major, 1, 99, 'major')}.{_in_range(minor, 0, 99, 'minor')}"
+
+
 class _FieldReader:
     """Calls NVML for one device and records, per field, measured or why unknown."""
 
@@ -138,21 +179,40 @@ def _read_device(nvml: Any, index: int) -> NvidiaDevice:
     r = _FieldReader()
 
     name = r.read("name", lambda: _text(nvml.nvmlDeviceGetName(handle)))
-    name = (name or "").strip()[:200] or f"NVIDIA GPU {index}"
+    # Shown in the window and matched against the database: printable text only.
+    name = "".join(ch if ch.isprintable() else "?" for ch in name or "").strip()[:200]
+    name = name or f"NVIDIA GPU {index}"
     uuid = r.read("uuid", lambda: _text(nvml.nvmlDeviceGetUUID(handle)))
 
-    memory = r.read("memory_total_bytes", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
-    total = int(memory.total) if memory is not None else None
-    free = int(memory.free) if memory is not None else None
+    memory = r.read(
+        "memory_total_bytes", lambda: _memory_info(nvml.nvmlDeviceGetMemoryInfo(handle))
+    )
+    total, free = memory if memory is not None else (None, None)
     # One call gives both figures, so both share its outcome.
     r.provenance["memory_free_bytes"] = r.provenance["memory_total_bytes"]
+    if total is not None and free is not None and free > total:
+        # Some boards report free a hair above total (within 1%): clamp that; beyond it the
+        # free figure is nonsense and the plan falls back to the total.
+        if free - total <= total // 100:
+            free = total
+        else:
+            free = None
+            r.unknown("memory_free_bytes", "NVML: reported more free memory than the total")
 
     bus_bits = r.read(
-        "memory_bus_width_bits", lambda: int(nvml.nvmlDeviceGetMemoryBusWidth(handle))
+        "memory_bus_width_bits",
+        lambda: _in_range(
+            nvml.nvmlDeviceGetMemoryBusWidth(handle), 1, _MAX_BUS_WIDTH_BITS, "bus width"
+        ),
     )
     mem_clock = r.read(
         "memory_clock_max_mhz",
-        lambda: int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)),
+        lambda: _in_range(
+            nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM),
+            1,
+            _MAX_CLOCK_MHZ,
+            "memory clock",
+        ),
     )
     bandwidth: float | None = None
     if bus_bits and mem_clock:
@@ -165,19 +225,39 @@ def _read_device(nvml: Any, index: int) -> NvidiaDevice:
         r.unknown("bandwidth_gbps", r.provenance[missing].source or "NVML reported 0")
 
     capability = r.read(
-        "compute_capability", lambda: nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        "compute_capability",
+        lambda: _capability(nvml.nvmlDeviceGetCudaComputeCapability(handle)),
     )
     sm_count = r.read(
-        "sm_count", lambda: int(nvml.nvmlDeviceGetAttributes(handle).multiprocessorCount)
+        "sm_count",
+        lambda: _in_range(
+            nvml.nvmlDeviceGetAttributes(handle).multiprocessorCount, 1, _MAX_SM_COUNT, "SMs"
+        ),
     )
     sm_clock = r.read(
         "sm_clock_max_mhz",
-        lambda: int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        lambda: _in_range(
+            nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),
+            1,
+            _MAX_CLOCK_MHZ,
+            "SM clock",
+        ),
     )
     pcie_gen = r.read(
-        "pcie_generation", lambda: int(nvml.nvmlDeviceGetMaxPcieLinkGeneration(handle))
+        "pcie_generation",
+        lambda: _in_range(
+            nvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
+            1,
+            _MAX_PCIE_GENERATION,
+            "PCIe generation",
+        ),
     )
-    pcie_width = r.read("pcie_width", lambda: int(nvml.nvmlDeviceGetMaxPcieLinkWidth(handle)))
+    pcie_width = r.read(
+        "pcie_width",
+        lambda: _in_range(
+            nvml.nvmlDeviceGetMaxPcieLinkWidth(handle), 1, _MAX_PCIE_WIDTH, "PCIe width"
+        ),
+    )
     display = r.read(
         "display_attached",
         lambda: nvml.nvmlDeviceGetDisplayActive(handle) == nvml.NVML_FEATURE_ENABLED,
@@ -196,7 +276,7 @@ def _read_device(nvml: Any, index: int) -> NvidiaDevice:
         memory_bus_width_bits=bus_bits,
         memory_clock_max_mhz=mem_clock,
         bandwidth_gbps=bandwidth,
-        compute_capability=f"{capability[0]}.{capability[1]}" if capability else None,
+        compute_capability=capability,
         sm_count=sm_count or None,
         sm_clock_max_mhz=sm_clock or None,
         pcie_generation=pcie_gen or None,
@@ -261,17 +341,23 @@ def probe_nvidia(nvml: ModuleType | None = None) -> NvidiaProbeResult:
         except Exception as exc:
             notes.append(f"NVIDIA driver version unknown ({_reason(exc)})")
         try:
-            cuda = _cuda_version(int(lib.nvmlSystemGetCudaDriverVersion()))
+            cuda = _cuda_version(
+                _in_range(lib.nvmlSystemGetCudaDriverVersion(), 1000, 1_000_000, "CUDA version")
+            )
         except Exception as exc:
             notes.append(f"CUDA driver version unknown ({_reason(exc)})")
         try:
-            count = int(lib.nvmlDeviceGetCount())
+            count = _in_range(lib.nvmlDeviceGetCount(), 0, 1 << 31, "device count")
         except Exception as exc:
             notes.append(f"NVIDIA probe failed: cannot count devices ({_reason(exc)})")
             count = 0
+        if count > _MAX_DEVICES:
+            notes.append(f"NVML reported {count} devices; reading the first {_MAX_DEVICES}")
+            count = _MAX_DEVICES
         for index in range(count):
             try:
                 device = _read_device(lib, index)
+                device.to_gpu()  # a device the planner cannot take is reported, not kept
             except Exception as exc:  # no handle: the whole device is unreadable
                 notes.append(f"NVIDIA GPU {index} skipped: {_reason(exc)}")
                 continue

@@ -18,6 +18,7 @@ class ShownMessage(NamedTuple):
     kind: str
     title: str
     message: str
+    details: str = ""
 
 
 shown: list[ShownMessage] = []
@@ -29,3 +30,18 @@ def show_error(parent: QWidget | None, title: str, message: str) -> None:
         shown.append(ShownMessage("error", title, message))
         return
     QMessageBox.critical(parent, title, message)
+
+
+def show_exception(parent: QWidget | None, title: str, message: str, details: str) -> None:
+    """Report a failure of the program itself: a short message, the traceback behind a
+    "Show Details" button, so the user can copy it into a bug report."""
+    if HEADLESS:
+        shown.append(ShownMessage("exception", title, message, details))
+        return
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Critical)
+    box.setWindowTitle(title)
+    box.setText(message)
+    box.setDetailedText(details)
+    box.setStandardButtons(QMessageBox.StandardButton.Close)
+    box.exec()

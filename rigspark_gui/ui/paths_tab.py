@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -43,6 +45,7 @@ class PathsTab(QWidget):
         super().__init__(parent)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -70,14 +73,16 @@ class PathsTab(QWidget):
         if rec is not None:
             p = next(x for x in plan.paths if x.path is rec)
             speed = tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+            # Rich text: the model name comes from a file anyone may have written.
             self.summary.setText(
-                f"<b>{plan.model_name}</b> runs on the <b>{path_label(p)}</b> path at "
-                f"<b>{p.quant}</b> — {gib(p.required_bytes)} of {gib(p.usable_bytes)}, "
-                f"{speed if p.throughput.known else 'speed unknown'}."
+                f"<b>{escape(plan.model_name)}</b> runs on the <b>{escape(path_label(p))}</b> "
+                f"path at <b>{escape(p.quant or '')}</b> — {gib(p.required_bytes)} of "
+                f"{gib(p.usable_bytes)}, {speed if p.throughput.known else 'speed unknown'}."
             )
         else:
             self.summary.setText(
-                f"<b>{plan.model_name}</b> does not fit this rig at this context on any path."
+                f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
+                "on any path."
             )
         self.fit_chart.show_chart(fit_chart(plan))
         self.speed_chart.show_chart(speed_chart(plan))
