@@ -43,7 +43,16 @@ from rigspark_gui.ui.paths_tab import PathsTab
 from rigspark_gui.ui.session import PlannerSession
 
 DEFAULT_MODEL = "llama-3.1-8b-instruct"
-SETTING_KEYS = ("context", "kv_k", "kv_v", "flash_attn", "parallel", "backend", "quant")
+SETTING_KEYS = (
+    "context",
+    "kv_k",
+    "kv_v",
+    "flash_attn",
+    "parallel",
+    "backend",
+    "quant",
+    "prompt_tokens",
+)
 
 
 def _import_model_file(path: Path) -> ModelSpec:
@@ -170,6 +179,16 @@ class MainWindow(QMainWindow):
         self.import_action.setStatusTip("Plan a .gguf file or a Hugging Face config.json")
         self.import_action.triggered.connect(self._on_import)
         file_menu.addAction(self.import_action)
+        file_menu.addSeparator()
+        self.open_plan_action = QAction("&Open plan…", self)
+        self.open_plan_action.setStatusTip("Show a plan report saved as JSON (read-only)")
+        self.open_plan_action.triggered.connect(self._on_open_plan)
+        file_menu.addAction(self.open_plan_action)
+        self.export_action = QAction("&Export plan report…", self)
+        self.export_action.setShortcut(QKeySequence("Ctrl+E"))
+        self.export_action.setStatusTip("Save this plan as HTML, PDF, Markdown or JSON")
+        self.export_action.triggered.connect(self._on_export_report)
+        file_menu.addAction(self.export_action)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
@@ -355,6 +374,102 @@ class MainWindow(QMainWindow):
             if Path(p).exists():
                 self.import_model(Path(p), remember=False, select=False)
 
+    # ------------------------------------------------------------ reports
+    def _on_export_report(self) -> None:
+        from rigspark_gui.report.export import (
+            FILTERS,
+            FORMATS,
+            SUFFIXES,
+            export_plan,
+            format_of,
+            now_iso,
+        )
+
+        spec, rig = self.session.spec, self.session.rig
+        if spec is None or rig is None or self.session.plan is None:
+            dialogs.show_error(
+                self, "Export plan report", "There is no plan to export yet: choose a model."
+            )
+            return
+        filters = [FILTERS[f] for f in FORMATS]
+        path, chosen = QFileDialog.getSaveFileName(
+            self,
+            "Export plan report",
+            str(Path.home() / f"{spec.id}-plan.html"),
+            ";;".join(filters),
+        )
+        if not path:
+            return
+        target = Path(path)
+        by_filter = next((f for f in FORMATS if FILTERS[f] == chosen), "html")
+        # a typed suffix wins over the filter; no suffix takes the filter's
+        fmt = format_of(target, default=by_filter) if target.suffix else by_filter
+        if not target.suffix:
+            target = target.with_suffix(SUFFIXES[fmt])
+        settings, perf, created_at = self.session.settings, self.session.perf, now_iso()
+        self.export_action.setEnabled(False)
+        self.statusBar().showMessage(f"Writing {target.name}…")
+
+        def done(_report: object) -> None:
+            self.export_action.setEnabled(True)
+            self.statusBar().showMessage(f"Exported the plan to {target}", 10000)
+
+        def failed(err: Exception, _details: str) -> None:
+            self.export_action.setEnabled(True)
+            self.statusBar().clearMessage()
+            dialogs.show_error(self, "Export plan report", str(err))
+
+        run_in_background(
+            self,
+            lambda: export_plan(spec, rig, settings, perf, target, fmt, created_at=created_at),
+            done,
+            failed,
+        )
+
+    def _on_open_plan(self) -> None:
+        from rigspark_gui.report.charts import render_charts
+        from rigspark_gui.report.model import load_report
+
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open plan", str(Path.home()), "JSON plan (*.json);;All files (*)"
+        )
+        if not path:
+            return
+
+        def load() -> tuple[object, dict[str, bytes]]:
+            report = load_report(Path(path))
+            return report, render_charts(report)
+
+        def failed(err: Exception, _details: str) -> None:
+            dialogs.show_error(self, "Open plan", str(err))
+
+        run_in_background(self, load, lambda result: self._show_report(*result), failed)
+
+    def _show_report(self, report: object, charts: dict[str, bytes]) -> None:
+        """A read-only view of a shared plan, beside the live one."""
+        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser
+
+        from rigspark_gui.report.document import report_document
+        from rigspark_gui.report.model import PlanReport
+
+        assert isinstance(report, PlanReport)
+        dialog = QDialog(self)
+        dialog.setWindowTitle(f"Plan: {report.title}")
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.resize(1000, 800)
+        browser = QTextBrowser(dialog)
+        browser.setOpenExternalLinks(False)
+        doc = report_document(report, charts, image_width=900)
+        doc.setParent(browser)
+        browser.setDocument(doc)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
+        buttons.rejected.connect(dialog.close)
+        box = QVBoxLayout(dialog)
+        box.addWidget(browser)
+        box.addWidget(buttons)
+        self.report_dialog, self.report_browser = dialog, browser
+        dialog.show()
+
     # ------------------------------------------------------------ persistence
     def _save_choices(self) -> None:
         s = self.session.settings
@@ -372,7 +487,7 @@ class MainWindow(QMainWindow):
             if raw is None:
                 continue
             raw = str(raw)
-            if key in ("context", "parallel"):
+            if key in ("context", "parallel", "prompt_tokens"):
                 values[key] = int(raw) if raw.isdigit() else None
             elif key == "flash_attn":
                 values[key] = raw.lower() == "true"

@@ -1,0 +1,333 @@
+"""One `PlanReport`: everything a shared plan shows, built by the engine alone.
+
+The report is plain data (pydantic), so every writer (HTML, PDF, Markdown, JSON) shows
+the same figures, and a JSON report loads back into the window unchanged. It holds the
+chart specs rather than pictures: each writer renders them, and a loaded report can be
+drawn again. The caller passes `created_at`, so building a report reads no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from rigspark_gui.core.chart_spec import FitChart, KvChart, fit_chart, kv_memory_chart
+from rigspark_gui.core.errors import RigSparkError, validation_message
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.launch import LaunchCommand, launch_commands
+from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
+from rigspark_gui.core.paths import PathName, PathPlan
+from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
+from rigspark_gui.core.plan import KvComparisonRow, plan
+from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, Provenance, Rig, _Device
+from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.units import MIB
+from rigspark_gui.core.weights import file_bytes_estimate, weights_layout
+from rigspark_gui.identity import APP_NAME, APP_VERSION
+
+REPORT_SCHEMA_VERSION = 1
+# the curves of the KV chart: the same four the KV tab draws
+KV_CHART_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
+
+
+class ReportError(RigSparkError):
+    """A report file could not be read back; the message says which and why."""
+
+
+class Figure(Frozen):
+    """One hardware figure with the basis it rests on (measured, spec, user, unknown)."""
+
+    label: str
+    value: str = Field(description="formatted for display; bytes stay exact in `rig`")
+    basis: str
+    source: str = ""
+
+
+class ReportDevice(Frozen):
+    device: str = Field(description="cpu or gpu:N, as in the placement")
+    name: str
+    figures: tuple[Figure, ...]
+
+
+class ReportModel(Frozen):
+    id: str
+    name: str
+    family: str
+    source: str
+    imported: bool
+    geometry: Geometry
+    quant: str = Field(description="the recommended (or nearest) path's quantization")
+    file_bytes: int
+    file_bytes_basis: str = Field(description="published (with source) or estimated")
+    n_params: int
+    n_active_params: int
+
+
+class Assumption(Frozen):
+    topic: str
+    text: str
+
+
+class PlanReport(Frozen):
+    schema_version: int = REPORT_SCHEMA_VERSION
+    title: str
+    created_at: str = Field(description="ISO 8601, given by the caller")
+    app_name: str = APP_NAME
+    app_version: str = APP_VERSION
+    rig: Rig
+    rig_edited: bool
+    devices: tuple[ReportDevice, ...]
+    model: ReportModel
+    settings: PlanSettings
+    paths: tuple[PathPlan, ...]
+    recommended: PathName | None
+    placement_path: PathName = Field(description="whose placement is shown (nearest if none fit)")
+    placement: Placement | None
+    device_loads: tuple[DeviceLoad, ...]
+    kv_pairs: str = Field(description="common or all")
+    kv_comparison: tuple[KvComparisonRow, ...]
+    launch_commands: tuple[LaunchCommand, ...]
+    fit_chart: FitChart
+    kv_chart: KvChart
+    notes: tuple[str, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+
+
+def _bytes_text(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def _basis(owner: _Device | Rig, field: str) -> Provenance:
+    if isinstance(owner, _Device):
+        return owner.basis_of(field)
+    # the rig's own figures (RAM, disk) follow the same rule as a device's
+    if field in owner.provenance:
+        return owner.provenance[field]
+    if getattr(owner, field, None) is None:
+        return Provenance(basis=Basis.UNKNOWN, source="not reported")
+    return Provenance(basis=Basis.USER)
+
+
+def _figure(owner: _Device | Rig, label: str, field: str, value: str) -> Figure:
+    prov = _basis(owner, field)
+    return Figure(label=label, value=value, basis=prov.basis.value, source=prov.source)
+
+
+def rig_devices(rig: Rig) -> tuple[ReportDevice, ...]:
+    """Every device with memory, bandwidth and compute, each with its basis."""
+    cpu = rig.cpu
+    bw = cpu.memory_bandwidth_gbps
+    host = ReportDevice(
+        device="cpu",
+        name=cpu.name,
+        figures=(
+            _figure(cpu, "cores", "cores", str(cpu.cores) if cpu.cores else "unknown"),
+            _figure(rig, "RAM total", "ram_total_bytes", _bytes_text(rig.ram_total_bytes)),
+            _figure(
+                rig, "RAM available", "ram_available_bytes", _bytes_text(rig.ram_available_bytes)
+            ),
+            _figure(
+                cpu,
+                "RAM bandwidth",
+                "memory_bandwidth_gbps",
+                f"{bw:.1f} GB/s" if bw else "unknown",
+            ),
+            _figure(rig, "free disk", "disk_free_bytes", _bytes_text(rig.disk_free_bytes)),
+        ),
+    )
+    out = [host]
+    for g in rig.gpus:
+        tf = g.fp16_tflops
+        out.append(
+            ReportDevice(
+                device=f"gpu:{g.index}",
+                name=g.name,
+                figures=(
+                    _figure(
+                        g, "memory total", "memory_total_bytes", _bytes_text(g.memory_total_bytes)
+                    ),
+                    _figure(
+                        g, "memory free", "memory_free_bytes", _bytes_text(g.memory_free_bytes)
+                    ),
+                    _figure(
+                        g,
+                        "bandwidth",
+                        "bandwidth_gbps",
+                        f"{g.bandwidth_gbps:.1f} GB/s" if g.bandwidth_gbps else "unknown",
+                    ),
+                    _figure(g, "FP16", "fp16_tflops", f"{tf:g} TFLOPS" if tf else "unknown"),
+                    _figure(g, "reserve", "reserve_bytes", _bytes_text(g.reserve_bytes)),
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def _perf_keys(s: PlanSettings) -> tuple[str, ...]:
+    """The calibration entries this plan's estimates use (GPUs by backend, the CPU)."""
+    if s.backend is Backend.VLLM:
+        return ("vllm", "cpu")
+    if s.backend is Backend.MLX:
+        return ("mlx", "cpu")
+    return ("llama.cpp", "cpu")
+
+
+def _assumptions(
+    paths: tuple[PathPlan, ...], perf: PerfProfile, model: ReportModel, s: PlanSettings
+) -> tuple[Assumption, ...]:
+    out = [
+        Assumption(
+            topic="Memory",
+            text="Weights, KV cache and placement follow llama.cpp's allocator: tensor bytes "
+            "from ggml block sizes, the KV cache padded to 256 cells, layers assigned by "
+            "-ngl / --tensor-split as llama.cpp does.",
+        ),
+        Assumption(
+            topic="Compute buffer",
+            text="The compute (scratch) buffer per device is an estimate of ggml-alloc's peak "
+            "for min(context, n_ubatch) tokens, calibrated against llama.cpp's CUDA buffers; "
+            "it is not read from a running engine.",
+        ),
+        Assumption(
+            topic="Headroom and reserve",
+            text=f"A path fits when each device's need stays within {1 - HEADROOM:.0%} of its "
+            f"usable memory; each GPU keeps a reserve (default "
+            f"{DEFAULT_GPU_RESERVE_BYTES // MIB} MiB) for the driver context.",
+        ),
+        Assumption(
+            topic="Model file",
+            text=f"{model.quant}: {model.file_bytes:,} bytes, {model.file_bytes_basis}.",
+        ),
+    ]
+    bases: list[str] = []
+    for p in paths:
+        for b in (p.throughput.basis, p.prefill.basis):
+            if b not in bases:
+                bases.append(b)
+    out += [Assumption(topic="Speed basis", text=b) for b in bases]
+    for key in _perf_keys(s):
+        backend = perf.backends.get(key)
+        if backend is None:
+            out.append(Assumption(topic="Calibration", text=f"{key}: no calibrated efficiency"))
+            continue
+        eff = backend.decode_efficiency
+        text = f"{key}: decode efficiency {eff.low:.2f}-{eff.high:.2f} of memory bandwidth"
+        if backend.prefill_efficiency is not None:
+            pe = backend.prefill_efficiency
+            text += f", prefill {pe.low:.2f}-{pe.high:.2f} of FP16 FLOPS"
+        # perf.json repeats a source per calibration point: list each once
+        pieces = backend.source.split("; ")
+        if len(backend.source) >= 2000:
+            pieces = pieces[:-1]  # catalog/perf.py cuts the joined sources at 2000 characters
+        sources = list(dict.fromkeys(x.strip() for x in pieces if x.strip()))
+        if sources:
+            text += ". Calibrated on: " + "; ".join(sources)
+        out.append(Assumption(topic=f"Calibration ({perf.source or 'perf profile'})", text=text))
+    return tuple(out)
+
+
+def build_report(
+    spec: ModelSpec,
+    rig: Rig,
+    settings: PlanSettings,
+    perf: PerfProfile,
+    *,
+    created_at: str,
+    kv_pairs: str = "common",
+    title: str | None = None,
+) -> PlanReport:
+    """The report of one plan, computed by the engine only (no clock, no files)."""
+    if kv_pairs not in ("common", "all"):
+        raise ReportError(f"kv_pairs must be 'common' or 'all', not {kv_pairs!r}")
+    result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs)
+    shown = next((p for p in result.paths if p.path is result.recommended), result.paths[0])
+    quant = shown.quant or spec.available_quants[-1]
+    layout = weights_layout(spec, quant)
+    published = spec.published.get(quant)
+    if published is not None:
+        file_bytes, basis = published.file_bytes, f"published: {published.source}"
+    elif spec.tensors is not None:
+        file_bytes, basis = file_bytes_estimate(layout, spec.geometry), "from the file's tensors"
+    else:
+        file_bytes = file_bytes_estimate(layout, spec.geometry)
+        basis = "estimated from the geometry and the quantization recipe"
+    model = ReportModel(
+        id=spec.id,
+        name=spec.name,
+        family=spec.family,
+        source=spec.source,
+        imported=spec.imported,
+        geometry=spec.geometry,
+        quant=quant,
+        file_bytes=file_bytes,
+        file_bytes_basis=basis,
+        n_params=layout.n_params,
+        n_active_params=layout.n_active_params,
+    )
+    placement = result.placement
+    loads: tuple[DeviceLoad, ...] = ()
+    commands: tuple[LaunchCommand, ...] = ()
+    if placement is not None:
+        loads = device_loads(placement, spec.geometry, layout, rig, result.settings)
+        commands = launch_commands(placement, spec, quant, result.settings, rig)
+    return PlanReport(
+        title=title or f"{spec.name} on {rig.name or 'this machine'}",
+        created_at=created_at,
+        rig=rig,
+        rig_edited=rig.edited,
+        devices=rig_devices(rig),
+        model=model,
+        settings=result.settings,
+        paths=result.paths,
+        recommended=result.recommended,
+        placement_path=shown.path,
+        placement=placement,
+        device_loads=loads,
+        kv_pairs=kv_pairs,
+        kv_comparison=result.kv_comparison,
+        launch_commands=commands,
+        fit_chart=fit_chart(result),
+        kv_chart=kv_memory_chart(spec, result, KV_CHART_TYPES),
+        notes=result.notes,
+        assumptions=_assumptions(result.paths, perf, model, result.settings),
+    )
+
+
+def report_json(report: PlanReport) -> str:
+    return report.model_dump_json(indent=2)
+
+
+def load_report(path: Path) -> PlanReport:
+    """A JSON report written by `write_json`, validated; errors are one line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ReportError(f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path.name} is not a text file") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path.name} is not valid JSON: {err}") from None
+    if not isinstance(raw, dict) or "schema_version" not in raw:
+        raise ReportError(f"{path.name} is not a RigSpark plan report")
+    if raw["schema_version"] != REPORT_SCHEMA_VERSION:
+        raise ReportError(
+            f"{path.name}: unsupported report schema_version {raw['schema_version']!r}"
+        )
+    try:
+        return PlanReport.model_validate(raw)
+    except ValidationError as err:
+        raise ReportError(f"{path.name}: {validation_message(err)}") from None
+
+
+def write_json(report: PlanReport, path: Path) -> None:
+    from rigspark_gui.catalog.durable import write_text_atomic
+
+    write_text_atomic(Path(path), report_json(report) + "\n")

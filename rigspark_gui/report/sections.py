@@ -1,0 +1,331 @@
+"""The report's content as neutral blocks (headings, tables, charts, code), so HTML,
+Markdown and PDF show the same sections and figures, and each writer only decides how
+to draw and escape them. Every string here is plain text, never markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rigspark_gui.core.paths import PathName, PathPlan
+from rigspark_gui.core.placement import DeviceLoad
+from rigspark_gui.core.units import gib, human_bytes, tok_s_range, tokens
+from rigspark_gui.report.model import PlanReport
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    strong: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: frozenset[int] = field(default_factory=frozenset)
+    name: str = ""  # a stable id, so tests and styles can find a table
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str  # "fit" or "kv": the rendered PNG's name
+    alt: str
+
+
+@dataclass(frozen=True)
+class Code:
+    title: str
+    text: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+
+
+Block = Heading | Para | Table | Chart | Code | Bullets
+
+
+def path_label(p: PathPlan) -> str:
+    if p.path is PathName.GPU:
+        return "gpu (1 GPU)"
+    if p.path is PathName.MULTI_GPU:
+        return f"multi-gpu ({p.gpu_count} GPUs)"
+    return p.path.value
+
+
+def seconds(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "unknown"
+    digits = 1 if high < 10 else 0
+    return f"{low:.{digits}f}-{high:.{digits}f} s"
+
+
+def kv_pair(k: str, v: str) -> str:
+    return k if k == v else f"K {k} / V {v}"
+
+
+def _units_span(units: tuple[str, ...]) -> str:
+    """blk.0 .. blk.39 style runs of the units a device holds."""
+    if not units:
+        return "—"
+    runs: list[list[str]] = []
+    last_block: int | None = None
+    for u in units:
+        n = int(u[4:]) if u.startswith("blk.") and u[4:].isdigit() else None
+        if n is not None and last_block is not None and n == last_block + 1 and runs:
+            runs[-1][1] = u
+        else:
+            runs.append([u, u])
+        last_block = n
+    return ", ".join(a if a == b else f"{a} .. {b}" for a, b in runs)
+
+
+def summary(report: PlanReport) -> str:
+    rec = next((p for p in report.paths if p.path is report.recommended), None)
+    if rec is None:
+        return "No path fits this model at this context on this rig."
+    speed = tok_s_range(rec.throughput.low_tok_s, rec.throughput.high_tok_s)
+    return (
+        f"Recommended: {path_label(rec)} at {rec.quant}, using {gib(rec.required_bytes)} of "
+        f"{gib(rec.usable_bytes)} usable; decode {speed} ({rec.throughput.basis})."
+    )
+
+
+def _settings_rows(report: PlanReport) -> tuple[tuple[str, str], ...]:
+    s = report.settings
+    return (
+        ("Context", f"{tokens(s.context)} tokens ({s.context:,})"),
+        ("KV cache", kv_pair(s.kv_k.value, s.kv_v.value)),
+        ("Flash attention", "on" if s.flash_attn else "off"),
+        ("Parallel sequences", str(s.parallel)),
+        ("Backend", s.backend.value),
+        ("Quantization", s.quant or "auto (best that fits)"),
+        ("Sliding-window cache", "full size" if s.swa_full else "windowed"),
+        ("Prompt for prefill time", f"{s.prompt_tokens:,} tokens"),
+        ("Micro-batch (n_ubatch)", str(s.n_ubatch)),
+    )
+
+
+def _model_rows(report: PlanReport) -> tuple[tuple[str, str], ...]:
+    m, g = report.model, report.model.geometry
+    moe = f"{g.n_expert_used} of {g.n_expert} experts per token" if g.n_expert else "dense"
+    rows = [
+        ("Name", m.name),
+        ("Id", m.id),
+        ("Family", m.family or "—"),
+        ("Source", (m.source or "—") + (" (imported file)" if m.imported else "")),
+        ("Quantization", m.quant),
+        ("File size", f"{gib(m.file_bytes, 2)} ({m.file_bytes_basis})"),
+        (
+            "Parameters",
+            f"{m.n_params / 1e9:.2f} B ({m.n_active_params / 1e9:.2f} B read per token)",
+        ),
+        ("Architecture", f"{g.architecture}, {moe}"),
+        ("Layers / width", f"{g.n_layer} blocks, n_embd {g.n_embd}, FFN {g.n_ff}"),
+        (
+            "Attention",
+            f"{g.n_head} heads, {g.n_head_kv} KV heads, "
+            f"head dim K {g.head_dim_k} / V {g.head_dim_v}",
+        ),
+        ("Vocabulary", f"{g.n_vocab:,}" + (", tied embeddings" if g.tied_embeddings else "")),
+        ("Trained context", f"{tokens(g.context_length)} ({g.context_length:,})"),
+    ]
+    if g.sliding_window:
+        rows.append(("Sliding window", f"{g.sliding_window} (pattern {g.swa_pattern})"))
+    if g.kv_lora_rank:
+        rows.append(("MLA latent", str(g.kv_lora_rank)))
+    return tuple(rows)
+
+
+def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
+    rows = []
+    for p in report.paths:
+        fit = "✓ fits" if p.fits else "✗ no"
+        star = "★ " if report.recommended is p.path else ""
+        rows.append(
+            (
+                star + path_label(p),
+                fit,
+                p.quant or "—",
+                gib(p.required_bytes),
+                gib(p.usable_bytes),
+                gib(p.shortfall_bytes) if p.shortfall_bytes else "—",
+                p.reason.value if p.reason else "—",
+                tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s),
+                seconds(p.prefill.low_seconds, p.prefill.high_seconds),
+                str(p.ngl) if p.ngl is not None else "—",
+            )
+        )
+    return tuple(rows)
+
+
+def _kv_table(report: PlanReport) -> Table:
+    paths = [p.path.value for p in report.paths]
+    rows = []
+    for r in report.kv_comparison:
+        limits = {lim.path.value: lim for lim in r.limits}
+        rows.append(
+            (
+                r.kv_k.value,
+                r.kv_v.value,
+                "on" if r.flash_attn else "off",
+                f"{r.bytes_per_token:,}",
+                gib(r.kv_bytes, 2),
+                *(
+                    f"{limits[p].max_context:,}"
+                    if p in limits and limits[p].max_context
+                    else "none"
+                    for p in paths
+                ),
+            )
+        )
+    headers: tuple[str, ...] = ("K", "V", "Flash attn", "Bytes / token", "KV at context")
+    headers += tuple(f"Max ctx {p}" for p in paths)
+    return Table(
+        headers=headers,
+        rows=tuple(rows),
+        numeric=frozenset(range(3, len(headers))),
+        name="kv",
+    )
+
+
+def _load_row(d: DeviceLoad) -> tuple[str, ...]:
+    return (
+        d.device,
+        _units_span(d.units),
+        human_bytes(d.weights_bytes),
+        human_bytes(d.kv_bytes),
+        human_bytes(d.compute_bytes),
+        human_bytes(d.reserve_bytes),
+        human_bytes(d.total_bytes),
+        human_bytes(d.capacity_bytes),
+        d.verdict.value,
+    )
+
+
+def _rig_blocks(report: PlanReport) -> tuple[Block, ...]:
+    """One row per figure, the device named on its first row; each source is listed
+    once below the table and cited by number."""
+    sources: list[str] = []
+    rows = []
+    for d in report.devices:
+        for i, f in enumerate(d.figures):
+            basis = f.basis
+            if f.source and f.basis != "unknown":
+                if f.source not in sources:
+                    sources.append(f.source)
+                basis += f" [{sources.index(f.source) + 1}]"
+            elif f.source:
+                basis += f" ({f.source})"
+            rows.append(
+                (d.device if i == 0 else "", d.name if i == 0 else "", f.label, f.value, basis)
+            )
+    table = Table(
+        ("Device", "Name", "Figure", "Value", "Basis"),
+        tuple(rows),
+        numeric=frozenset({3}),
+        name="rig",
+    )
+    if not sources:
+        return (table,)
+    return table, Bullets(tuple(f"[{i + 1}] {s}" for i, s in enumerate(sources)))
+
+
+def report_blocks(report: PlanReport) -> list[Block]:
+    """The whole report, in reading order."""
+    rig = report.rig
+    origin = "edited (what-if)" if report.rig_edited else "as detected or loaded from a rig file"
+    blocks: list[Block] = [
+        Para(summary(report), strong=True),
+        Heading("Settings"),
+        Table(("Setting", "Value"), _settings_rows(report), name="settings"),
+        Heading("Rig"),
+        Para(
+            f"{rig.name or 'Unnamed rig'}: "
+            f"{origin}"
+            f"{', unified memory' if rig.unified_memory else ''}. "
+            "Basis: measured (read from the device), spec (from the GPU database, with its "
+            "source), user (given in the rig file or edited) or unknown."
+        ),
+        *_rig_blocks(report),
+        Heading("Model"),
+        Table(("Property", "Value"), _model_rows(report), name="model"),
+        Heading("Paths"),
+        Table(
+            (
+                "Path",
+                "Fit",
+                "Quant",
+                "Required",
+                "Usable",
+                "Shortfall",
+                "Reason",
+                "Decode",
+                "Prefill",
+                "ngl",
+            ),
+            _path_rows(report),
+            numeric=frozenset({3, 4, 5, 7, 8, 9}),
+            name="paths",
+        ),
+        Para(
+            f"★ recommended. Decode: tokens per second at 1 sequence; prefill: seconds for a "
+            f"{report.settings.prompt_tokens:,}-token prompt; ngl: llama.cpp -ngl of the "
+            "path's placement; shortfall: extra usable memory needed before the smallest "
+            "quantization fits."
+        ),
+        Chart("fit", "Memory per path: weights, KV cache, compute buffer and reserve"),
+    ]
+    if report.notes:
+        blocks.append(Bullets(tuple(f"Note: {n}" for n in report.notes)))
+    blocks.append(Heading("KV cache precision"))
+    if report.kv_comparison:
+        blocks.append(
+            Para(
+                "KV memory at this context and the largest context (a multiple of 256, up to "
+                "the trained context) that fits on each path at that path's quantization."
+            )
+        )
+        blocks.append(_kv_table(report))
+    blocks.append(Chart("kv", "Memory against context for each KV cache type"))
+    label = "recommended" if report.recommended is not None else "nearest (nothing fits)"
+    blocks.append(Heading(f"Placement per device ({report.placement_path.value}, {label})"))
+    blocks.append(
+        Table(
+            (
+                "Device",
+                "Layers",
+                "Weights",
+                "KV",
+                "Compute",
+                "Reserve",
+                "Total",
+                "Capacity",
+                "Verdict",
+            ),
+            tuple(_load_row(d) for d in report.device_loads),
+            numeric=frozenset(range(2, 8)),
+            name="placement",
+        )
+    )
+    blocks.append(Heading("Launch commands"))
+    for c in report.launch_commands:
+        title = c.engine.value if c.supported else f"{c.engine.value} (not possible)"
+        text = c.text if c.supported else c.explanation or c.text
+        blocks.append(Code(title, text, c.notes))
+    blocks.append(Heading("Sources and assumptions"))
+    blocks.append(Bullets(tuple(f"{a.topic}: {a.text}" for a in report.assumptions)))
+    return blocks
+
+
+def byline(report: PlanReport) -> str:
+    return f"Made {report.created_at} with {report.app_name} {report.app_version}"
