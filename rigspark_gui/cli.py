@@ -358,19 +358,16 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    import importlib
-
     from rigspark_gui.catalog.perf import load_perf
+
+    # Charts and PDFs are drawn with QtGui on an offscreen QGuiApplication: no widgets,
+    # no window (the import contract forbids QtWidgets and the ui package in the CLI).
+    from rigspark_gui.report.export import export_plan
 
     spec = load_model(args)
     s = settings_from(args)
     rig = load_rig_arg(args)
-    # Charts and PDFs are drawn with QtGui on an offscreen QGuiApplication (no widgets,
-    # no window). The "CLI never imports the window" contract forbids all of PySide6,
-    # so only this command loads the writers, by name; every other command stays
-    # Qt-free, and tests/report pins that an export never loads QtWidgets.
-    export = importlib.import_module("rigspark_gui.report.export")
-    report = export.export_plan(spec, rig, s, load_perf(), args.output, args.format)
+    report = export_plan(spec, rig, s, load_perf(), args.output, args.format)
     print(f"wrote {args.output}")
     return EXIT_FITS if report.recommended is not None else EXIT_NO_FIT
 
