@@ -353,6 +353,22 @@ def _shell(env: Sequence[tuple[str, str]], argv: Sequence[str]) -> str:
     return f"{pre} {cmd}" if pre else cmd
 
 
+def _accept(
+    engine: Engine,
+    argv: Sequence[str],
+    env: Sequence[tuple[str, str]],
+    notes: Sequence[str],
+) -> LaunchCommand:
+    return LaunchCommand(
+        engine=engine,
+        supported=True,
+        argv=tuple(argv),
+        env=tuple(env),
+        text=_shell(env, argv),
+        notes=tuple(notes),
+    )
+
+
 def _refuse(engine: Engine, why: str) -> LaunchCommand:
     return LaunchCommand(
         engine=engine,
@@ -420,14 +436,7 @@ def llama_server_command(
     notes = [*_kv_note(layout)]
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
-    return LaunchCommand(
-        engine=engine,
-        supported=True,
-        argv=tuple(argv),
-        env=env,
-        text=_shell(env, argv),
-        notes=tuple(notes),
-    )
+    return _accept(engine, argv, env, notes)
 
 
 def koboldcpp_command(
@@ -673,14 +682,7 @@ def vllm_command(
     notes = ["vLLM loads the Hugging Face weights (safetensors), not the GGUF file"]
     if tp > 1:
         notes.append("tensor parallel: every GPU holds 1/k of each layer, memory per GPU as even")
-    return LaunchCommand(
-        engine=engine,
-        supported=True,
-        argv=tuple(argv),
-        env=tuple(env),
-        text=_shell(env, argv),
-        notes=tuple(notes),
-    )
+    return _accept(engine, argv, env, notes)
 
 
 def launch_command(
