@@ -148,7 +148,8 @@ class ControlsBar(QWidget):
         opts.addWidget(par_label)
         opts.addWidget(self.parallel)
         opts.addWidget(self.prompt)
-        grid.addLayout(opts, 1, 6, 1, 2)
+        opts.addStretch(1)
+        grid.addLayout(opts, 2, 1, 1, 7)
         grid.setColumnStretch(1, 2)
 
         session.settings_changed.connect(self.show_settings)

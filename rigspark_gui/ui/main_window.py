@@ -116,6 +116,8 @@ class MainWindow(QMainWindow):
         dock.setWidget(self.rig_panel)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        # wide enough for memory and bandwidth with their basis; the user can drag it
+        dock.setMinimumWidth(400)
 
         self.detect_progress = QProgressBar()
         self.detect_progress.setRange(0, 0)

@@ -67,7 +67,7 @@ class ModelPicker(QComboBox):
         super().__init__(parent)
         self.setEditable(True)
         self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.setMinimumContentsLength(40)
+        self.setMinimumContentsLength(30)
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setToolTip('Type words of a model\'s name, size or family (e.g. "qwen 32")')
         self._items = QStandardItemModel(self)
