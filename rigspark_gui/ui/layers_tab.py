@@ -62,6 +62,7 @@ class _Lane(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.model = model
         self.header = QLabel(title, self)
+        self.header.setTextFormat(Qt.TextFormat.PlainText)  # device names come from drivers
         self.header.setWordWrap(True)
         font = self.header.font()
         font.setBold(True)

@@ -379,6 +379,7 @@ class RigPanel(QWidget):
         bold.setBold(True)
         title.setFont(bold)
         self.name_label = QLabel(self)
+        self.name_label.setTextFormat(Qt.TextFormat.PlainText)  # names come from files
         self.name_label.setToolTip("The rig the plan is made for")
         self.edited_badge = QLabel(self)
         self.edited_badge.setFont(bold)
@@ -427,6 +428,7 @@ class RigPanel(QWidget):
         self.device_tree.addAction(remove_action)
 
         self.notes_label = QLabel(self)
+        self.notes_label.setTextFormat(Qt.TextFormat.PlainText)  # names come from files
         self.notes_label.setWordWrap(True)
         self.notes_label.setTextFormat(Qt.TextFormat.PlainText)
         self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -519,6 +521,7 @@ class RigPanel(QWidget):
         file_row.addStretch(1)
 
         self.status_label = QLabel(self)
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # names come from files
         self.status_label.setWordWrap(True)
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)
 

@@ -126,3 +126,24 @@ def test_paths_summary_escapes_markup(qtbot, tmp_path: Path) -> None:
     doc = QTextDocument()
     doc.setHtml(html)
     assert doc.toPlainText().startswith(name + " runs on the")
+
+
+def test_names_from_files_are_never_rich_text(qtbot, tmp_path) -> None:
+    from PySide6.QtCore import QSettings, Qt
+
+    from rigspark_gui.core.rig import GIB, Gpu, Rig, Vendor
+    from rigspark_gui.ui.rig_panel import RigPanel
+
+    hostile = "<b>bold</b><img src=x>"
+    rig = Rig(
+        name=hostile,
+        ram_total_bytes=8 * GIB,
+        gpus=(Gpu(name=hostile, vendor=Vendor.NVIDIA, memory_total_bytes=GIB),),
+        notes=(hostile,),
+    )
+    panel = RigPanel(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(panel)
+    panel.set_detected(rig)
+    for label in (panel.name_label, panel.notes_label, panel.status_label):
+        assert label.textFormat() == Qt.TextFormat.PlainText
+    assert hostile in panel.name_label.text()
