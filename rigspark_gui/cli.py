@@ -229,7 +229,7 @@ def cmd_place(args: argparse.Namespace) -> int:
     from rigspark_gui.core.placement import auto_place, device_loads
     from rigspark_gui.core.plan import plan
     from rigspark_gui.core.throughput import estimate_decode, estimate_prefill
-    from rigspark_gui.core.weights import weights_layout
+    from rigspark_gui.core.weights import repack_for, weights_layout
     from rigspark_gui.report.text import format_loads, format_placement
 
     spec = load_model(args)
@@ -246,7 +246,8 @@ def cmd_place(args: argparse.Namespace) -> int:
         assert base.placement is not None
         placement = base.placement
     layout = weights_layout(spec, quant)
-    loads = device_loads(placement, spec.geometry, layout, rig, s)
+    repack = repack_for(spec, quant, rig.cpu.features)
+    loads = device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)
     decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
     prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
     fits = all(d.verdict.value != "over" for d in loads)

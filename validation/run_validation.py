@@ -369,12 +369,10 @@ def write_report(data: dict[str, Any], rows: list[Row], path: Path = DOC) -> Non
         "",
         "Only `llama-speed` (~1.5 GB at F32, larger than the 32 MiB L3) is compared: the",
         "small models measure llama.cpp's fixed per-token overhead, not memory traffic.",
-        "Timings come from a shared 2-vCPU machine: 32 generated tokens per case, and other",
-        "jobs competed for the cores during some runs (the same Q4_K_M file measured 84, 33,",
-        "21 and 3 tok/s in successive runs). F16, Q8_0 and Q4_0 imply 0.58-0.66 of the",
-        "measured bandwidth, inside the calibrated `cpu` range (0.54-0.93), which was left",
-        "as it is: these timings are too noisy to recalibrate it. Re-run `make validate` on",
-        "an idle machine before reading the decode row as a verdict.",
+        "The prediction is the geometric middle of the estimated range (calibrated `cpu`",
+        "efficiency x the RAM bandwidth measured in the same run) against the measured",
+        "generation speed of 32 tokens. Timings need an idle machine: with other jobs on",
+        "the two cores the same Q4_K_M file measured anywhere from 84 to 3 tok/s.",
         "",
     ]
     lines += [

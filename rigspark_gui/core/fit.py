@@ -31,7 +31,7 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.weights import WeightsLayout
+from rigspark_gui.core.weights import RepackBytes, WeightsLayout
 
 
 def _prefix(values: Sequence[int]) -> tuple[int, ...]:
@@ -120,8 +120,17 @@ class DeviceTally:
 class FitEvaluator:
     """Loads of one model at one quantization and settings, for any contiguous split."""
 
-    def __init__(self, g: Geometry, layout: WeightsLayout, rig: Rig, s: PlanSettings) -> None:
+    def __init__(
+        self,
+        g: Geometry,
+        layout: WeightsLayout,
+        rig: Rig,
+        s: PlanSettings,
+        repack: RepackBytes | None = None,
+    ) -> None:
         self.g, self.layout, self.rig, self.s = g, layout, rig, s
+        self._repack = repack
+        self._r = _weight_prefix(repack.block_bytes) if repack is not None else None
         self._t = _layer_tables(g, s.kv_k, s.kv_v)
         self._w = _weight_prefix(layout.block_bytes)
         self._e = _weight_prefix(layout.block_expert_bytes)
@@ -183,6 +192,17 @@ class FitEvaluator:
         if out_dev != CPU:
             weights[out_dev] += layout.tied_head_bytes
         any_gpu = any(d != CPU for d, _, _ in ranges)
+        if self._repack is not None and self._r is not None:
+            # CPU_REPACK copies of the CPU-resident weights (see placement.device_loads)
+            for d, lo, end in ranges:
+                if d == CPU:
+                    hi = min(end, n)
+                    if hi > lo:
+                        weights[CPU] += self._r[hi] - self._r[lo]
+            if out_dev == CPU:
+                weights[CPU] += self._repack.output_bytes
+            if not any_gpu:
+                weights[CPU] -= self._repack.unmapped_bytes
         result: dict[str, DeviceTally] = {}
         for d, lay in layers.items():
             compute = self._compute(lay, d == out_dev, d == CPU, d == CPU and any_gpu)

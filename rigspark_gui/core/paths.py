@@ -37,7 +37,12 @@ from rigspark_gui.core.throughput import (
     decode_from_reads,
     prefill_from_reads,
 )
-from rigspark_gui.core.weights import WeightsLayout, file_bytes_estimate, weights_layout
+from rigspark_gui.core.weights import (
+    WeightsLayout,
+    file_bytes_estimate,
+    repack_for,
+    weights_layout,
+)
 
 PLAN_SCHEMA_VERSION = 1
 DISCRETE_VENDORS = (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)
@@ -186,7 +191,7 @@ class _Trial:
 
 def _try(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> _Trial:
     layout = weights_layout(spec, quant)
-    ev = FitEvaluator(spec.geometry, layout, rig, s)
+    ev = FitEvaluator(spec.geometry, layout, rig, s, repack_for(spec, quant, rig.cpu.features))
     ranges, ngl, split = _slots_for(ev, cand)
     fits, required, usable, shortfall, breakdown = _measure(ev.tally_ranges(ranges), cand)
     return _Trial(quant, layout, ranges, ngl, split, fits, required, usable, shortfall, breakdown)
@@ -328,4 +333,6 @@ def recommended_placement(
         placement = auto_place(
             spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=ids
         )
-    return placement, device_loads(placement, spec.geometry, layout, rig, s)
+    quant = path.quant or spec.available_quants[-1]
+    repack = repack_for(spec, quant, rig.cpu.features)
+    return placement, device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)

@@ -28,7 +28,7 @@ from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
-from rigspark_gui.core.weights import weights_layout
+from rigspark_gui.core.weights import repack_for, weights_layout
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
 COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (
@@ -122,7 +122,13 @@ def plan(
 
 
 def _fits_at(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> bool:
-    ev = FitEvaluator(spec.geometry, weights_layout(spec, quant), rig, s)
+    ev = FitEvaluator(
+        spec.geometry,
+        weights_layout(spec, quant),
+        rig,
+        s,
+        repack_for(spec, quant, rig.cpu.features),
+    )
     ranges, _, _ = _slots_for(ev, cand)
     return _measure(ev.tally_ranges(ranges), cand)[0]
 

@@ -99,6 +99,10 @@ class Cpu(_Device):
     threads: int | None = Field(default=None, gt=0)
     memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
     flops_gflops: float | None = Field(default=None, gt=0, description="f32 dense, all cores")
+    features: tuple[str, ...] = Field(
+        default=(),
+        description="instruction sets llama.cpp's CPU backend repacks weights for: avx2, avx512",
+    )
 
 
 class Rig(BaseModel):

@@ -321,3 +321,19 @@ def cpu_repack_bytes(
         output_bytes=output,
         unmapped_bytes=_unmapped_bytes(tensors, repacked),
     )
+
+
+@lru_cache(maxsize=1024)
+def _synth_repack(g: Geometry, quant: str, features: tuple[str, ...]) -> RepackBytes | None:
+    return cpu_repack_bytes(
+        ModelSpec(id="_", name="_", geometry=g, quants=(quant,)), quant, features
+    )
+
+
+def repack_for(spec: ModelSpec, quant: str, features: tuple[str, ...]) -> RepackBytes | None:
+    """cpu_repack_bytes, cached for catalog models (their tensors are synthesized)."""
+    if not features:
+        return None
+    if spec.tensors is None:
+        return _synth_repack(spec.geometry, quant, tuple(sorted(features)))
+    return cpu_repack_bytes(spec, quant, features)

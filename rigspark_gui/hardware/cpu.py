@@ -46,6 +46,26 @@ def _count(value: object, hi: int, what: str) -> int:
     return value
 
 
+def cpu_features(cpuinfo_path: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
+    """The instruction sets llama.cpp's CPU backend repacks weights for (Linux flags line).
+
+    avx512 means AVX-512F; elsewhere (macOS, Windows, ARM) nothing is reported and the
+    planner counts no CPU_REPACK buffer."""
+    try:
+        text = cpuinfo_path.read_text(encoding="utf-8", errors="replace")[: 1 << 20]
+    except OSError:
+        return ()
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "flags":
+            flags = set(value.split())
+            found = [f for f in ("avx2",) if f in flags]
+            if "avx512f" in flags:
+                found.append("avx512")
+            return tuple(found)
+    return ()
+
+
 def _linux_model_name(cpuinfo_path: Path) -> str | None:
     try:
         text = cpuinfo_path.read_text(encoding="utf-8", errors="replace")
@@ -165,7 +185,13 @@ def probe_cpu(
         notes.append(f"free disk of {target} unknown ({exc})")
 
     return CpuProbeResult(
-        cpu=Cpu(name=name or "CPU", cores=cores, threads=threads, provenance=cpu_prov),
+        cpu=Cpu(
+            name=name or "CPU",
+            cores=cores,
+            threads=threads,
+            features=cpu_features(cpuinfo_path) if (system or platform.system()) == "Linux" else (),
+            provenance=cpu_prov,
+        ),
         ram_total_bytes=ram_total,
         ram_available_bytes=ram_available,
         disk_free_bytes=disk_free,

@@ -25,7 +25,7 @@ from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, Provenance, 
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
 from rigspark_gui.core.units import MIB
-from rigspark_gui.core.weights import file_bytes_estimate, weights_layout
+from rigspark_gui.core.weights import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 
 REPORT_SCHEMA_VERSION = 1
@@ -273,7 +273,10 @@ def build_report(
     loads: tuple[DeviceLoad, ...] = ()
     commands: tuple[LaunchCommand, ...] = ()
     if placement is not None:
-        loads = device_loads(placement, spec.geometry, layout, rig, result.settings)
+        repack = repack_for(spec, layout.quant, rig.cpu.features)
+        loads = device_loads(
+            placement, spec.geometry, layout, rig, result.settings, cpu_repack=repack
+        )
         commands = launch_commands(placement, spec, quant, result.settings, rig)
     return PlanReport(
         title=title or f"{spec.name} on {rig.name or 'this machine'}",

@@ -48,7 +48,7 @@ from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import PerfProfile, estimate_decode, estimate_prefill
 from rigspark_gui.core.units import gib, tok_s_range
-from rigspark_gui.core.weights import WeightsLayout, weights_layout
+from rigspark_gui.core.weights import RepackBytes, WeightsLayout, repack_for, weights_layout
 from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
 from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
 from rigspark_gui.ui.placement_document import PlacementDocument
@@ -105,6 +105,7 @@ class LayersTab(QWidget):
         self._perf: PerfProfile | None = None
         self._quant = ""
         self._layout: WeightsLayout | None = None
+        self._repack: RepackBytes | None = None
         self._kv_layers: tuple[int, ...] = ()
         self._lanes: dict[str, _Lane] = {}
         self._loads: tuple[DeviceLoad, ...] = ()
@@ -172,6 +173,7 @@ class LayersTab(QWidget):
         self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
         self._quant = quant
         self._layout = weights_layout(spec, quant)
+        self._repack = repack_for(spec, quant, rig.cpu.features)
         self._kv_layers = kv_bytes_per_layer(spec.geometry, settings)
         self._rebuild_lanes(rig_devices(rig))
         self.message.clear()
@@ -450,7 +452,9 @@ class LayersTab(QWidget):
             return
         assert p is not None and self._spec and self._rig and self._settings and self._layout
         g = self._spec.geometry
-        self._loads = device_loads(p, g, self._layout, self._rig, self._settings, self._kv_layers)
+        self._loads = device_loads(
+            p, g, self._layout, self._rig, self._settings, self._kv_layers, cpu_repack=self._repack
+        )
         by_device = {x.device: x for x in self._loads}
         for d, lane in self._lanes.items():
             lane.model.refresh(p, self._layout)

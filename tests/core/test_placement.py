@@ -158,3 +158,24 @@ def test_max_ngl_is_the_largest_ngl_whose_gpus_fit(vram, context, n_gpus) -> Non
 
     best = max((k for k in range(LLAMA_31_8B.n_layer + 2) if fits(k)), default=0)
     assert ev.max_ngl(ids) == best
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ngl=st.integers(0, 33),
+    features=st.sampled_from([(), ("avx2",), ("avx2", "avx512")]),
+    quant=st.sampled_from(["Q4_K_M", "Q8_0", "Q4_0"]),
+)
+def test_repack_is_counted_the_same_by_both_tallies(ngl, features, quant) -> None:
+    from rigspark_gui.core.weights import repack_for
+
+    spec = spec_of(LLAMA_31_8B, quants=("Q4_K_M", "Q8_0", "Q4_0"))
+    rig, s = make_rig(1), PlanSettings(context=4096)
+    layout = weights_layout(spec, quant)
+    repack = repack_for(spec, quant, features)
+    p = auto_place(LLAMA_31_8B, rig, s, ngl=ngl)
+    loads = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, rig, s, cpu_repack=repack)}
+    fast = FitEvaluator(LLAMA_31_8B, layout, rig, s, repack).llama_cpp_tally(ngl, [0])
+    assert fast[CPU].weights_bytes == loads[CPU].weights_bytes
+    if features and quant != "Q8_0" and ngl < 33:
+        assert repack is not None and loads[CPU].weights_bytes > layout.input_bytes

@@ -181,3 +181,13 @@ def test_two_gpus_at_a_better_quant_beat_one_gpu_at_q2(perf) -> None:
     assert spec_of(g).available_quants.index(multi.quant) < spec_of(g).available_quants.index(
         gpu.quant
     )
+
+
+def test_cpu_path_counts_the_repack_buffer_on_avx2(llama8b, perf) -> None:
+    plain = Rig(ram_total_bytes=64 * GIB, cpu=Cpu(memory_bandwidth_gbps=40.0))
+    avx2 = plain.model_copy(update={"cpu": plain.cpu.model_copy(update={"features": ("avx2",)})})
+    s = PlanSettings(quant="Q4_K_M")
+    a = plan(llama8b, plain, s, perf).paths[0]
+    b = plan(llama8b, avx2, s, perf).paths[0]
+    # Q4_K weights get a CPU_REPACK copy on AVX2 (llama.cpp ggml-cpu repack.cpp)
+    assert b.required_bytes > a.required_bytes + 3 * GIB

@@ -56,3 +56,14 @@ def test_macos_model_name_from_sysctl() -> None:
 
     assert cpu_model_name("Darwin", runner=runner) == "Apple M2 Ultra"
     assert calls == [["sysctl", "-n", "machdep.cpu.brand_string"]]
+
+
+def test_cpu_features_from_cpuinfo_flags(tmp_path) -> None:
+    from rigspark_gui.hardware.cpu import cpu_features
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx avx2 fma avx512f avx512bw\n")
+    assert cpu_features(info) == ("avx2", "avx512")
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx\n")
+    assert cpu_features(info) == ()
+    assert cpu_features(tmp_path / "missing") == ()

@@ -61,12 +61,6 @@ def test_compute_and_total_within_tolerance(row: Row) -> None:
     assert abs(row.errors["total"]) <= compute_tolerance(measured_total(m))
 
 
-@pytest.mark.xfail(
-    reason="timings were recorded on a shared 2-vCPU machine with other jobs on the cores "
-    "(one Q4_K_M file: 84 to 3 tok/s between runs); see docs/validation.md. Strict: "
-    "once clean timings are recorded and agree, this marker must go",
-    strict=True,
-)
 def test_cpu_decode_speed_median_error() -> None:
     errors = [abs(r.decode_error) for r in ROWS if r.decode_error is not None]
     assert len(errors) >= 4
