@@ -9,13 +9,13 @@ leaves them unknown.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 
@@ -266,17 +266,7 @@ def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase
     typo in a user-edited file does not cost every other entry.
     """
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CatalogError(f"cannot read GPU database {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    except (ValueError, RecursionError) as exc:
-        # Bad UTF-8, an integer past Python's 4300-digit limit, or nesting deeper than
-        # the decoder's stack: all of them a file that is not a GPU database.
-        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
-        raise CatalogError(f"{path}: not valid JSON ({detail})") from None
+    raw = read_json(path, what="GPU database", error=CatalogError)
     if not isinstance(raw, dict):
         raise CatalogError(f"{path}: expected an object with 'schema_version' and 'gpus'")
     version = raw.get("schema_version")

@@ -6,12 +6,12 @@ and one `CatalogError` per bad entry, naming the entry's id and the field at fau
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, QuantFile
 from rigspark_gui.resources import data_file
 
@@ -72,12 +72,6 @@ class Catalog(BaseModel):
         raise CatalogError(f"unknown model {model_id!r}{hint}; `rigspark-plan models` lists them")
 
 
-def _first_error(err: ValidationError) -> str:
-    e = err.errors()[0]
-    where = ".".join(str(p) for p in e["loc"]) or "entry"
-    return f"{where}: {e['msg']}"
-
-
 def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
     if not isinstance(raw, dict) or not isinstance(raw.get("models"), list):
         raise CatalogError(f"{source}: expected an object with a 'models' list")
@@ -92,7 +86,7 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
             entry = CatalogEntry.model_validate(item)
             entry.to_spec()
         except ValidationError as err:
-            errors.append(f"catalog entry {ident!s}: {_first_error(err)}")
+            errors.append(f"catalog entry {ident!s}: {validation_message(err)}")
             continue
         if entry.id in seen:
             errors.append(f"catalog entry {entry.id}: id: duplicate")
@@ -104,15 +98,5 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     path = path or data_file("models.json")
-    try:
-        if path.stat().st_size > MAX_CATALOG_BYTES:
-            raise CatalogError(f"{path.name}: larger than {MAX_CATALOG_BYTES >> 20} MiB")
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise CatalogError(f"cannot read the catalog {path}: {err.strerror or err}") from None
-    except (ValueError, RecursionError) as err:
-        # ValueError covers bad JSON, bad UTF-8 and integers past Python's 4300-digit
-        # limit; RecursionError covers nesting deeper than the decoder's stack.
-        detail = " ".join(str(err).split())[:160] or type(err).__name__
-        raise CatalogError(f"{path.name} is not valid JSON: {detail}") from None
+    raw = read_json(path, what="model catalog", error=CatalogError, max_bytes=MAX_CATALOG_BYTES)
     return parse_catalog(raw, path.name)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.throughput import BackendPerf, EfficiencyRange, PerfProfile
 from rigspark_gui.resources import data_file
@@ -43,10 +43,4 @@ def parse_perf(raw: object) -> PerfProfile:
 
 def load_perf(path: Path | None = None) -> PerfProfile:
     path = path or data_file("perf.json")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise CatalogError(f"cannot read {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CatalogError(f"{path.name} is not valid JSON: {err}") from None
-    return parse_perf(raw)
+    return parse_perf(read_json(path, what="speed calibration", error=CatalogError))

@@ -17,6 +17,17 @@ from rigspark_gui.core.units import GIB, gib, tok_s_range
 from rigspark_gui.core.weights import weights_layout
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
+# One meaning per colour in the window and in reports (always beside text, never alone).
+COLOURS = {
+    "weights": "#4C78A8",
+    "kv": "#F58518",
+    "compute": "#54A24B",
+    "reserve": "#9D9D9D",
+    "shortfall": "#E45756",
+    "speed": "#72B7B2",
+    "limit": "#222222",
+}
+CURVE_COLOURS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#FF9DA6")
 SEGMENT_LABELS = {
     "weights": "Weights",
     "kv": "KV cache",

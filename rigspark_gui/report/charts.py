@@ -24,20 +24,17 @@ from PySide6.QtGui import (
     QPen,
 )
 
-from rigspark_gui.core.chart_spec import SEGMENT_LABELS, FitChart, KvChart
+from rigspark_gui.core.chart_spec import (
+    COLOURS,
+    CURVE_COLOURS,
+    SEGMENT_LABELS,
+    SEGMENT_ROLES,
+    FitChart,
+    KvChart,
+)
 from rigspark_gui.core.units import tokens
 from rigspark_gui.report.model import PlanReport, ReportError
 
-# the window's palette (ui/charts.py), so a report reads like the Paths and KV tabs
-COLOURS = {
-    "weights": "#4C78A8",
-    "kv": "#F58518",
-    "compute": "#54A24B",
-    "reserve": "#9D9D9D",
-    "shortfall": "#E45756",
-    "limit": "#222222",
-}
-CURVE_COLOURS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#FF9DA6")
 STATUS_TEXT = {"fits": "✓ fits", "tight": "⚠ tight", "over": "✗ does not fit"}
 FG = QColor("#222222")
 GRID = QColor("#E3E3E3")
@@ -118,7 +115,8 @@ def render_fit_chart(chart: FitChart, width: int = FIT_SIZE[0], height: int = FI
     try:
         label_w, note_w, top, bottom = 175.0, 330.0, 44.0, 44.0
         x0, x1 = label_w, width - note_w
-        legend = [(SEGMENT_LABELS[r], QColor(COLOURS[r]), "box") for r in COLOURS if r != "limit"]
+        roles = (*SEGMENT_ROLES, "shortfall")
+        legend = [(SEGMENT_LABELS[r], QColor(COLOURS[r]), "box") for r in roles]
         legend.append(("limit: usable + reserve", FG, "dash"))
         _legend(p, legend, label_w, 12)
         n = max(len(chart.rows), 1)

@@ -17,17 +17,9 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from rigspark_gui.core.chart_spec import SEGMENT_LABELS, FitChart, SpeedChart
+from rigspark_gui.core.chart_spec import COLOURS, SEGMENT_LABELS, FitChart, SpeedChart
 
-COLOURS = {
-    "weights": "#4C78A8",
-    "kv": "#F58518",
-    "compute": "#54A24B",
-    "reserve": "#9D9D9D",
-    "shortfall": "#E45756",
-    "speed": "#72B7B2",
-    "limit": "#222222",
-}
+__all__ = ["COLOURS", "FitChartWidget", "SpeedChartWidget"]
 STATUS_TEXT = {"fits": "✓ fits", "tight": "⚠ tight", "over": "✗ does not fit"}
 
 

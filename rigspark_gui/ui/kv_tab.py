@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rigspark_gui.core.chart_spec import KvChart, kv_memory_chart
+from rigspark_gui.core.chart_spec import CURVE_COLOURS, KvChart, kv_memory_chart
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.plan import KvComparisonRow, Plan, kv_comparison
 from rigspark_gui.core.units import gib, human_bytes, tokens
@@ -30,7 +30,6 @@ from rigspark_gui.ui.charts import _Plot
 from rigspark_gui.ui.session import PlannerSession
 
 CURVE_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
-CURVE_COLOURS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2")
 
 
 class KvChartWidget(_Plot):
