@@ -67,9 +67,21 @@ def _layer_tables(g: Geometry, k: KvCacheType, v: KvCacheType) -> _LayerTables:
     return _LayerTables(_prefix(full), _prefix(swa), _prefix(rec), tuple(first_full))
 
 
-@lru_cache(maxsize=4096)
-def _weight_prefix(block_bytes: tuple[int, ...]) -> tuple[int, ...]:
-    return _prefix(block_bytes)
+_PREFIXES: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _weight_prefix(values: tuple[int, ...]) -> tuple[int, ...]:
+    """Prefix sums of a layout's per-block bytes, memoised by the tuple's identity (cached
+    layouts hand out the same tuple; hashing a long tuple on every call cost more than the
+    sums). The entry keeps the tuple alive, so its id cannot be reused while stored."""
+    hit = _PREFIXES.get(id(values))
+    if hit is not None and hit[0] is values:
+        return hit[1]
+    prefix = _prefix(values)
+    if len(_PREFIXES) >= 4096:
+        _PREFIXES.clear()
+    _PREFIXES[id(values)] = (values, prefix)
+    return prefix
 
 
 def _cells(g: Geometry, s: PlanSettings) -> tuple[int, int]:
@@ -91,30 +103,86 @@ def kv_total_fast(g: Geometry, s: PlanSettings) -> int:
     return t.full_rows[n] * full + t.swa_rows[n] * swa + t.recurrent[n] * 4 * s.parallel
 
 
-@dataclass(frozen=True, slots=True)
 class DeviceTally:
-    device: str
-    weights_bytes: int
-    kv_bytes: int
-    compute_bytes: int
-    reserve_bytes: int
-    capacity_bytes: int
+    """One device's load under a placement, with its fit worked out once."""
 
-    @property
-    def required_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes + self.compute_bytes
+    __slots__ = (
+        "capacity_bytes",
+        "compute_bytes",
+        "device",
+        "fits",
+        "kv_bytes",
+        "required_bytes",
+        "reserve_bytes",
+        "shortfall_bytes",
+        "usable_bytes",
+        "weights_bytes",
+    )  # fmt: skip
 
-    @property
-    def usable_bytes(self) -> int:
-        return max(self.capacity_bytes - self.reserve_bytes, 0)
+    def __init__(
+        self, device: str, weights: int, kv: int, compute: int, reserve: int, capacity: int
+    ) -> None:
+        self.device = device
+        self.weights_bytes = weights
+        self.kv_bytes = kv
+        self.compute_bytes = compute
+        self.reserve_bytes = reserve
+        self.capacity_bytes = capacity
+        self.required_bytes = required = weights + kv + compute
+        self.usable_bytes = usable = max(capacity - reserve, 0)
+        self.fits = required <= usable * (1 - HEADROOM)
+        self.shortfall_bytes = max(0, math.ceil(required / (1 - HEADROOM)) - usable)
 
-    @property
-    def fits(self) -> bool:
-        return self.required_bytes <= self.usable_bytes * (1 - HEADROOM)
+    def __repr__(self) -> str:
+        return (
+            f"DeviceTally({self.device}, weights={self.weights_bytes}, kv={self.kv_bytes}, "
+            f"compute={self.compute_bytes}, reserve={self.reserve_bytes}, "
+            f"capacity={self.capacity_bytes})"
+        )
 
-    @property
-    def shortfall_bytes(self) -> int:
-        return max(0, math.ceil(self.required_bytes / (1 - HEADROOM)) - self.usable_bytes)
+
+class FitContext:
+    """What every evaluation of one model on one rig at one setting shares, whatever the
+    quantization or split: KV tables and cells, compute buffers, device capacities.
+    Planning builds one and hands it to each FitEvaluator it makes."""
+
+    def __init__(self, g: Geometry, rig: Rig, s: PlanSettings) -> None:
+        self.g, self.rig, self.s = g, rig, s
+        self.tables = _layer_tables(g, s.kv_k, s.kv_v)
+        self.full_cells, self.swa_cells = _cells(g, s)
+        self.rec_scale = 4 * s.parallel
+        n = g.n_layer
+        t = self.tables
+        self.kv_total = (
+            t.full_rows[n] * self.full_cells
+            + t.swa_rows[n] * self.swa_cells
+            + t.recurrent[n] * self.rec_scale
+        )
+        self.output_buffer = output_buffer_bytes(g, s)
+        self._compute_cache: dict[tuple[int, bool, bool, bool], int] = {}
+        self._capacity: dict[str, tuple[int, int]] = {}
+
+    def device_capacity(self, device: str) -> tuple[int, int]:
+        value = self._capacity.get(device)
+        if value is None:
+            value = self._capacity[device] = device_capacity(self.rig, device)
+        return value
+
+    def compute(self, rep: int, full: bool, has_output: bool, cpu: bool, host: bool) -> int:
+        """device_compute_bytes of a device whose layers `rep` represents (-1: none; a
+        full-attention layer if `full`, else a sliding one), cached by what it depends
+        on: full attention, sliding only or no layer; the head; the host role. Every
+        full-attention layer holds the same cells, and so does every sliding one."""
+        kind = 0 if rep < 0 else (2 if full else 1)
+        key = (kind, has_output, cpu, host)
+        value = self._compute_cache.get(key)
+        if value is None:
+            reps = [rep] if rep >= 0 else []
+            value = device_compute_bytes(self.g, self.s, reps, has_output, cpu=cpu)
+            if host:
+                value = max(value, host_compute_bytes(self.g, self.s))
+            self._compute_cache[key] = value
+        return value
 
 
 class FitEvaluator:
@@ -127,29 +195,19 @@ class FitEvaluator:
         rig: Rig,
         s: PlanSettings,
         repack: RepackBytes | None = None,
+        ctx: FitContext | None = None,
     ) -> None:
         self.g, self.layout, self.rig, self.s = g, layout, rig, s
+        self.ctx = ctx = FitContext(g, rig, s) if ctx is None else ctx
         self._repack = repack
         self._r = _weight_prefix(repack.block_bytes) if repack is not None else None
-        self._t = _layer_tables(g, s.kv_k, s.kv_v)
+        self._t = ctx.tables
         self._w = _weight_prefix(layout.block_bytes)
         self._e = _weight_prefix(layout.block_expert_bytes)
-        self._full_cells, self._swa_cells = _cells(g, s)
-        self._rec_scale = 4 * s.parallel
-        self._compute_cache: dict[tuple[int, bool, bool, bool], int] = {}
-
-    def _compute(self, reps: list[int], has_output: bool, cpu: bool, host: bool) -> int:
-        """device_compute_bytes, cached by what it depends on: whether the device runs a
-        full-attention layer, only sliding ones, or none; the head; the host role."""
-        kind = 0 if not reps else (2 if any(not self.g.is_sliding(i) for i in reps) else 1)
-        key = (kind, has_output, cpu, host)
-        value = self._compute_cache.get(key)
-        if value is None:
-            value = device_compute_bytes(self.g, self.s, reps, has_output, cpu=cpu)
-            if host:
-                value = max(value, host_compute_bytes(self.g, self.s))
-            self._compute_cache[key] = value
-        return value
+        self._full_cells, self._swa_cells = ctx.full_cells, ctx.swa_cells
+        self._rec_scale = ctx.rec_scale
+        self._compute = ctx.compute
+        self._device_capacity = ctx.device_capacity
 
     def _kv(self, lo: int, hi: int) -> int:
         t = self._t
@@ -159,64 +217,58 @@ class FitEvaluator:
             + (t.recurrent[hi] - t.recurrent[lo]) * self._rec_scale
         )
 
-    def _cost(self, lo: int, hi: int) -> int:
-        """Weights plus KV of blocks lo..hi-1."""
-        return self._w[hi] - self._w[lo] + self._kv(lo, hi)
-
     def tally(self, slots: Sequence[str]) -> dict[str, DeviceTally]:
         """Per-device loads for a slot assignment (n_layer blocks + output), input on CPU."""
         return self.tally_ranges(runs(slots))
 
     def tally_ranges(self, ranges: Sequence[tuple[str, int, int]]) -> dict[str, DeviceTally]:
         """Per-device loads for (device, first slot, end slot) runs covering every slot."""
-        g, layout = self.g, self.layout
-        n = g.n_layer
-        weights: dict[str, int] = {CPU: layout.input_bytes}
-        kv: dict[str, int] = {CPU: 0}
-        layers: dict[str, list[int]] = {CPU: []}
+        layout = self.layout
+        n = self.g.n_layer
+        w, r, first_full = self._w, self._r, self._t.first_full
+        # per device: [weights, kv, representative layer (-1: none), it is full-attention]
+        # The compute buffer depends on the largest cache any layer attends over: one
+        # full-attention layer (else any layer) represents the device.
+        acc: dict[str, list[int]] = {CPU: [layout.input_bytes, 0, -1, 0]}
         out_dev = CPU
+        any_gpu = False
         for d, lo, end in ranges:
-            hi = min(end, n)
+            a = acc.get(d)
+            if a is None:
+                a = acc[d] = [0, 0, -1, 0]
             if end > n:
-                out_dev = d
-            rep = layers.setdefault(d, [])
-            if hi <= lo:
-                continue
-            weights[d] = weights.get(d, 0) + self._w[hi] - self._w[lo]
-            kv[d] = kv.get(d, 0) + self._kv(lo, hi)
-            # the compute buffer depends on the largest cache any layer attends over:
-            # one full-attention layer (else any layer) represents the run.
-            full = self._t.first_full[lo]
-            rep.append(full if full < hi else lo)
-        weights[out_dev] = weights.get(out_dev, 0) + layout.output_bytes
-        if out_dev != CPU:
-            weights[out_dev] += layout.tied_head_bytes
-        any_gpu = any(d != CPU for d, _, _ in ranges)
-        if self._repack is not None and self._r is not None:
-            # CPU_REPACK copies of the CPU-resident weights (see placement.device_loads)
-            for d, lo, end in ranges:
-                if d == CPU:
-                    hi = min(end, n)
-                    if hi > lo:
-                        weights[CPU] += self._r[hi] - self._r[lo]
+                out_dev, hi = d, n
+            else:
+                hi = end
+            if d != CPU:
+                any_gpu = True
+            if hi > lo:
+                a[0] += w[hi] - w[lo]
+                a[1] += self._kv(lo, hi)
+                if r is not None and d == CPU:
+                    # CPU_REPACK copies of the CPU-resident weights (see device_loads)
+                    a[0] += r[hi] - r[lo]
+                full = first_full[lo]
+                if full < hi:
+                    a[2], a[3] = full, 1
+                elif a[2] < 0:
+                    a[2] = lo
+        head = layout.output_bytes + (layout.tied_head_bytes if out_dev != CPU else 0)
+        if self._repack is not None:
             if out_dev == CPU:
-                weights[CPU] += self._repack.output_bytes
+                head += self._repack.output_bytes
             if not any_gpu:
-                weights[CPU] -= self._repack.unmapped_bytes
+                head -= self._repack.unmapped_bytes  # CPU only: weights[CPU] holds it
+        acc[out_dev][0] += head
         result: dict[str, DeviceTally] = {}
-        for d, lay in layers.items():
-            compute = self._compute(lay, d == out_dev, d == CPU, d == CPU and any_gpu)
-            if d == CPU:
-                compute += output_buffer_bytes(g, self.s)
-            capacity, reserve = device_capacity(self.rig, d)
-            result[d] = DeviceTally(
-                device=d,
-                weights_bytes=weights.get(d, 0),
-                kv_bytes=kv.get(d, 0),
-                compute_bytes=compute,
-                reserve_bytes=reserve,
-                capacity_bytes=capacity,
-            )
+        compute, capacity_of = self._compute, self._device_capacity
+        for d, (weights, kv, rep, full) in acc.items():
+            cpu = d == CPU
+            c = compute(rep, full == 1, d == out_dev, cpu, cpu and any_gpu)
+            if cpu:
+                c += self.ctx.output_buffer
+            capacity, reserve = capacity_of(d)
+            result[d] = DeviceTally(d, weights, kv, c, reserve, capacity)
         return result
 
     def read_bytes(self, ranges: Sequence[tuple[str, int, int]], depth: int) -> dict[str, float]:
@@ -257,7 +309,7 @@ class FitEvaluator:
         split = self.default_split(gpu_ids)
         limits = {}
         for gid in gpu_ids:
-            capacity, reserve = device_capacity(self.rig, gpu_device(gid))
+            capacity, reserve = self._device_capacity(gpu_device(gid))
             limits[gpu_device(gid)] = max(capacity - reserve, 0) * (1 - HEADROOM)
         layout = self.layout
         head = layout.output_bytes + layout.tied_head_bytes
@@ -269,12 +321,12 @@ class FitEvaluator:
                     continue
                 hi = min(end, n)
                 need = head if end > n else 0
-                reps: list[int] = []
+                rep, full = -1, False
                 if hi > lo:
                     need += self._w[hi] - self._w[lo] + self._kv(lo, hi)
-                    full = self._t.first_full[lo]
-                    reps.append(full if full < hi else lo)
-                need += self._compute(reps, end > n, False, False)
+                    first = self._t.first_full[lo]
+                    rep, full = (first, True) if first < hi else (lo, False)
+                need += self._compute(rep, full, end > n, False, False)
                 if need > limits[d]:
                     return False
             return True
@@ -297,12 +349,16 @@ class FitEvaluator:
         n = self.g.n_layer
         counts: list[float] = []
         lo = 0
-        costs = [self._cost(0, i) for i in range(n + 1)]
+        t, full, swa, rec = self._t, self._full_cells, self._swa_cells, self._rec_scale
+        costs = [  # weights plus KV of blocks 0..i-1: non-decreasing
+            w + f * full + sw * swa + r * rec
+            for w, f, sw, r in zip(self._w, t.full_rows, t.swa_rows, t.recurrent, strict=True)
+        ]
         for pos, gid in enumerate(gpu_ids):
             if pos == len(gpu_ids) - 1:
                 counts.append(float(n + 1 - lo))
                 break
-            capacity, reserve = device_capacity(self.rig, gpu_device(gid))
+            capacity, reserve = self._device_capacity(gpu_device(gid))
             rep = self._t.first_full[lo] if lo < n else lo
             compute = device_compute_bytes(self.g, self.s, [min(rep, n - 1)], False)
             budget = (capacity - reserve) * (1 - HEADROOM) - compute
@@ -324,4 +380,4 @@ def runs(slots: Sequence[str]) -> list[tuple[str, int, int]]:
     return out
 
 
-__all__ = ["DeviceTally", "FitEvaluator", "runs"]
+__all__ = ["DeviceTally", "FitContext", "FitEvaluator", "runs"]

@@ -12,10 +12,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 from pydantic import Field
 
-from rigspark_gui.core.fit import DeviceTally, FitEvaluator, kv_total_fast
+from rigspark_gui.core.fit import DeviceTally, FitContext, FitEvaluator
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
@@ -126,88 +127,122 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
 Ranges = list[tuple[str, int, int]]
 
 
+Tally = dict[str, DeviceTally]
+
+
 def _slots_for(
     ev: FitEvaluator, cand: PathCandidate
-) -> tuple[Ranges, int | None, list[float] | None]:
-    """Slot runs, -ngl and --tensor-split (None: llama.cpp's default) of a path."""
+) -> tuple[Ranges, int | None, list[float] | None, Tally]:
+    """Slot runs, -ngl, --tensor-split (None: llama.cpp's default) and the device tallies
+    of a path."""
     n = ev.g.n_layer
     if cand.name is PathName.CPU:
-        return [(CPU, 0, n + 1)], 0, None
+        ranges: Ranges = [(CPU, 0, n + 1)]
+        return ranges, 0, None, ev.tally_ranges(ranges)
     if cand.name is PathName.UNIFIED:
-        return [(gpu_device(cand.gpu_ids[0]), 0, n + 1)], n + 1, None
+        ranges = [(gpu_device(cand.gpu_ids[0]), 0, n + 1)]
+        return ranges, n + 1, None, ev.tally_ranges(ranges)
     ids = cand.gpu_ids
     ngl = ev.max_ngl(ids) if cand.name is PathName.CPU_OFFLOAD else n + 1
     ranges = llama_cpp_ranges(n, ngl, ev.default_split(ids), ids)
-    if cand.name is PathName.MULTI_GPU and not all(
-        t.fits for t in ev.tally_ranges(ranges).values()
-    ):
+    tally = ev.tally_ranges(ranges)
+    if cand.name is PathName.MULTI_GPU and not all(t.fits for t in tally.values()):
         split = ev.fill_split(ids)
         filled = llama_cpp_ranges(n, ngl, split, ids)
-        if all(t.fits for t in ev.tally_ranges(filled).values()):
-            return filled, ngl, split
-    return ranges, ngl, None
+        filled_tally = ev.tally_ranges(filled)
+        if all(t.fits for t in filled_tally.values()):
+            return filled, ngl, split, filled_tally
+    return ranges, ngl, None, tally
 
 
-def _measure(
-    tally: dict[str, DeviceTally], cand: PathCandidate
-) -> tuple[bool, int, int, int, MemoryBreakdown]:
-    """(fits, required, usable, shortfall, breakdown) of a path from its device tallies."""
-    if cand.name in (PathName.GPU, PathName.MULTI_GPU):
-        shown = [t for d, t in tally.items() if d != CPU]
-    else:
-        shown = list(tally.values())
-    required = sum(t.required_bytes for t in shown)
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """A path's fit from its device tallies."""
+
+    fits: bool
+    required: int
+    usable: int
+    shortfall: int
+    weights: int
+    kv: int
+    compute: int
+    reserve: int
+
+    def breakdown(self) -> MemoryBreakdown:
+        return MemoryBreakdown(
+            weights_bytes=self.weights,
+            kv_bytes=self.kv,
+            compute_bytes=self.compute,
+            reserve_bytes=self.reserve,
+        )
+
+
+def _measure(tally: Tally, cand: PathCandidate) -> Measure:
+    """Fit, required, usable, shortfall and breakdown of a path from its device tallies.
+    GPU-only paths show their GPUs; RAM paths (and the unified pool) show every device."""
+    gpu_only = cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU
+    required = usable = shortfall = weights = kv = compute = reserve = 0
+    fits = True
+    gpu_usable = 0
+    for d, t in tally.items():
+        fits = fits and t.fits
+        shortfall += t.shortfall_bytes
+        if d != CPU:
+            gpu_usable += t.usable_bytes
+        elif gpu_only:
+            continue
+        required += t.required_bytes
+        usable += t.usable_bytes
+        weights += t.weights_bytes
+        kv += t.kv_bytes
+        compute += t.compute_bytes
+        reserve += t.reserve_bytes
     if cand.name is PathName.UNIFIED:
         # one pool: the CPU-side buffers live in the same memory as the GPU's
-        usable = sum(t.usable_bytes for d, t in tally.items() if d != CPU)
+        usable = gpu_usable
         fits = required <= usable * (1 - HEADROOM)
         shortfall = max(0, math.ceil(required / (1 - HEADROOM)) - usable)
-    else:
-        usable = sum(t.usable_bytes for t in shown)
-        fits = all(t.fits for t in tally.values())
-        shortfall = sum(t.shortfall_bytes for t in tally.values())
-    breakdown = MemoryBreakdown(
-        weights_bytes=sum(t.weights_bytes for t in shown),
-        kv_bytes=sum(t.kv_bytes for t in shown),
-        compute_bytes=sum(t.compute_bytes for t in shown),
-        reserve_bytes=sum(t.reserve_bytes for t in shown),
-    )
-    return fits, required, usable, shortfall, breakdown
+    return Measure(fits, required, usable, shortfall, weights, kv, compute, reserve)
 
 
 @dataclass(frozen=True, slots=True)
 class _Trial:
     quant: str
     layout: WeightsLayout
+    ev: FitEvaluator
     ranges: Ranges
     ngl: int | None
     split: list[float] | None
-    fits: bool
-    required: int
-    usable: int
-    shortfall: int
-    breakdown: MemoryBreakdown
+    m: Measure
 
 
-def _try(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> _Trial:
-    layout = weights_layout(spec, quant)
-    ev = FitEvaluator(spec.geometry, layout, rig, s, repack_for(spec, quant, rig.cpu.features))
-    ranges, ngl, split = _slots_for(ev, cand)
-    fits, required, usable, shortfall, breakdown = _measure(ev.tally_ranges(ranges), cand)
-    return _Trial(quant, layout, ranges, ngl, split, fits, required, usable, shortfall, breakdown)
+def _try(
+    spec: ModelSpec, ctx: FitContext, cand: PathCandidate, quant: str, layout: WeightsLayout
+) -> _Trial:
+    rig = ctx.rig
+    repack = repack_for(spec, quant, rig.cpu.features)
+    ev = FitEvaluator(spec.geometry, layout, rig, ctx.s, repack, ctx)
+    ranges, ngl, split, tally = _slots_for(ev, cand)
+    return _Trial(quant, layout, ev, ranges, ngl, split, _measure(tally, cand))
 
 
-def _surely_too_big(layout: WeightsLayout, kv_bytes: int, rig: Rig, cand: PathCandidate) -> bool:
-    """A cheap lower bound: weights plus KV beyond everything the path's devices hold."""
-    need = layout.total_bytes + kv_bytes
+def _memory_bound(rig: Rig, cand: PathCandidate) -> int:
+    """Everything the path's devices hold, for a cheap lower-bound test of each quant."""
     if cand.name is PathName.CPU:
-        usable = rig.ram_usable_bytes
-    else:
-        need -= layout.input_bytes  # stays on the CPU
-        usable = sum(rig.gpus[i].capacity_bytes for i in cand.gpu_ids)
-        if cand.name is PathName.CPU_OFFLOAD:
-            usable += rig.ram_usable_bytes + layout.input_bytes
-    return need > usable
+        return rig.ram_usable_bytes
+    usable = sum(rig.gpus[i].capacity_bytes for i in cand.gpu_ids)
+    if cand.name is PathName.CPU_OFFLOAD:
+        usable += rig.ram_usable_bytes
+    return usable
+
+
+def _surely_too_big(layout: WeightsLayout, kv_bytes: int, bound: int, cand: PathCandidate) -> bool:
+    """Weights plus KV beyond `_memory_bound` (the embeddings stay on the CPU, so a GPU-only
+    path does not count them)."""
+    need = layout.total_bytes + kv_bytes
+    if cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU:
+        need -= layout.input_bytes
+    return need > bound
 
 
 def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list[str]:
@@ -228,32 +263,82 @@ def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ra
     return p.model_copy(update={"units": units})
 
 
+@dataclass(frozen=True, slots=True)
+class PathSearch:
+    """A path's quantization search: the trial of the best quantization that fits, or of
+    the last one tried (whose figures are shown)."""
+
+    cand: PathCandidate
+    trial: _Trial
+    fits: bool
+    context_ok: bool
+
+    @property
+    def path(self) -> PathName:
+        return self.cand.name
+
+    @property
+    def quant(self) -> str | None:
+        return self.trial.quant
+
+
+def search_path(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    cand: PathCandidate,
+    quants: Sequence[str] | None = None,
+    ctx: FitContext | None = None,
+) -> PathSearch:
+    """Try `quants` (default: every quantization the path may use) best first. `ctx`
+    shares what the quantizations have in common across searches of one model."""
+    quants = quants_to_try(spec, s, cand) if quants is None else quants
+    if not quants:
+        raise ValueError("no quantization to plan")
+    chosen: _Trial | None = None
+    last: _Trial | None = None
+    context_ok = s.context <= spec.geometry.context_length
+    ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
+    bound = _memory_bound(rig, cand)
+    for i, q in enumerate(quants):
+        layout = weights_layout(spec, q)
+        if i < len(quants) - 1 and _surely_too_big(layout, ctx.kv_total, bound, cand):
+            continue  # the last quant is always tried in full: its figures are shown
+        trial = _try(spec, ctx, cand, q, layout)
+        last = trial
+        if trial.m.fits and context_ok:
+            chosen = trial
+            break
+    shown = chosen or last
+    assert shown is not None
+    return PathSearch(cand, shown, chosen is not None, context_ok)
+
+
+def path_decode(search: PathSearch, rig: Rig, s: PlanSettings, perf: PerfProfile) -> Throughput:
+    """Decode speed of a fitting path's placement."""
+    t = search.trial
+    depth = min(s.prompt_tokens, s.context)
+    return decode_from_reads(
+        t.ev.read_bytes(t.ranges, s.context),
+        t.ev.read_bytes(t.ranges, depth),
+        max(len(t.ranges) - 1, 0),
+        rig,
+        s,
+        perf,
+    )
+
+
 def plan_path(
     spec: ModelSpec,
     rig: Rig,
     s: PlanSettings,
     perf: PerfProfile,
     cand: PathCandidate,
+    ctx: FitContext | None = None,
 ) -> tuple[PathPlan, WeightsLayout]:
+    search = search_path(spec, rig, s, cand, ctx=ctx)
+    shown, fits = search.trial, search.fits
     g = spec.geometry
-    quants = quants_to_try(spec, s, cand)
-    if not quants:
-        raise ValueError("no quantization to plan")
-    chosen: _Trial | None = None
-    last: _Trial | None = None
-    context_ok = s.context <= g.context_length
-    kv_bytes = kv_total_fast(g, s)  # the same for every quantization
-    for i, q in enumerate(quants):
-        if i < len(quants) - 1 and _surely_too_big(weights_layout(spec, q), kv_bytes, rig, cand):
-            continue  # the last quant is always tried in full: its figures are shown
-        trial = _try(spec, rig, s, cand, q)
-        last = trial
-        if trial.fits and context_ok:
-            chosen = trial
-            break
-    shown = chosen or last
-    assert shown is not None
-    fits = chosen is not None
     file_bytes = (
         spec.published[shown.quant].file_bytes
         if shown.quant in spec.published
@@ -262,25 +347,18 @@ def plan_path(
     reason: Reason | None = None
     shortfall: int | None = None
     disk_short = rig.disk_free_bytes is not None and file_bytes > rig.disk_free_bytes
-    if not context_ok:
-        reason, fits = Reason.CONTEXT, False
+    if not search.context_ok:
+        reason = Reason.CONTEXT
     elif not fits:
         reason = Reason.RAM if cand.name in (PathName.CPU, PathName.CPU_OFFLOAD) else Reason.VRAM
-        shortfall = shown.shortfall
+        shortfall = shown.m.shortfall
     elif disk_short:
         reason = Reason.DISK
     if fits:
-        ev = FitEvaluator(g, shown.layout, rig, s)
-        depth = min(s.prompt_tokens, s.context)
-        throughput = decode_from_reads(
-            ev.read_bytes(shown.ranges, s.context),
-            ev.read_bytes(shown.ranges, depth),
-            max(len([r for r in shown.ranges if r[2] > 0]) - 1, 0),
-            rig,
-            s,
-            perf,
+        throughput = path_decode(search, rig, s, perf)
+        prefill = prefill_from_reads(
+            shown.ev.read_bytes(shown.ranges, 0), shown.layout, rig, s, perf
         )
-        prefill = prefill_from_reads(ev.read_bytes(shown.ranges, 0), shown.layout, rig, s, perf)
     else:
         throughput = Throughput(basis="unknown: does not fit")
         prefill = Prefill(
@@ -291,15 +369,15 @@ def plan_path(
         path=cand.name,
         fits=fits,
         quant=shown.quant,
-        required_bytes=shown.required,
-        usable_bytes=shown.usable,
+        required_bytes=shown.m.required,
+        usable_bytes=shown.m.usable,
         shortfall_bytes=shortfall,
         reason=reason,
         gpu_count=len(cand.gpu_ids),
         devices=devices,
         ngl=shown.ngl,
         tensor_split=tuple(shown.split) if shown.split else None,
-        breakdown=shown.breakdown,
+        breakdown=shown.m.breakdown(),
         throughput=throughput,
         prefill=prefill,
         file_bytes=file_bytes,
@@ -310,7 +388,19 @@ def plan_path(
 GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU)
 
 
-def choose_recommended(paths: Sequence[PathPlan], spec: ModelSpec) -> PathPlan | None:
+class Choosable(Protocol):
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def path(self) -> PathName: ...
+    @property
+    def quant(self) -> str | None: ...
+
+
+C = TypeVar("C", bound=Choosable)
+
+
+def choose_recommended(paths: Sequence[C], spec: ModelSpec) -> C | None:
     """The first path that fits, unless a later GPU-only path fits a better quantization:
     two GPUs at Q6_K beat one GPU at Q2_K, while RAM offload never wins on quality
     alone (it is an order of magnitude slower)."""

@@ -8,7 +8,7 @@ from itertools import product
 from pydantic import Field
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.fit import FitEvaluator
+from rigspark_gui.core.fit import FitContext, FitEvaluator
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_bytes_per_token, kv_total_bytes
 from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
@@ -92,7 +92,8 @@ def plan(
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
     )
-    results = [plan_path(spec, rig, s, perf, c) for c in candidate_paths(rig, cpu_only)]
+    ctx = FitContext(spec.geometry, rig, s)
+    results = [plan_path(spec, rig, s, perf, c, ctx) for c in candidate_paths(rig, cpu_only)]
     paths = tuple(r[0] for r in results)
     recommended = choose_recommended(paths, spec)
     shown = recommended or paths[0]
@@ -129,8 +130,7 @@ def _fits_at(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, qu
         s,
         repack_for(spec, quant, rig.cpu.features),
     )
-    ranges, _, _ = _slots_for(ev, cand)
-    return _measure(ev.tally_ranges(ranges), cand)[0]
+    return _measure(_slots_for(ev, cand)[3], cand).fits
 
 
 def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:

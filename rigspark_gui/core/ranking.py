@@ -6,14 +6,18 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.fit import FitContext
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.paths import (
     GPU_ONLY,
+    PathCandidate,
     PathName,
-    PathPlan,
+    PathSearch,
     candidate_paths,
     choose_recommended,
-    plan_path,
+    path_decode,
+    quants_to_try,
+    search_path,
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
@@ -46,50 +50,80 @@ class RankedModel(Frozen):
 
 
 def _first_fit(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, perf: PerfProfile
-) -> tuple[PathPlan | None, list[PathPlan]]:
-    """The recommended path (first that fits), planning no further than needed."""
-    tried: list[PathPlan] = []
-    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
-        spec.cpu_only_quants
-    )
-    for cand in candidate_paths(rig, cpu_only):
-        p, _ = plan_path(spec, rig, s, perf, cand)
+    spec: ModelSpec, rig: Rig, s: PlanSettings, cands: Sequence[PathCandidate]
+) -> tuple[PathSearch | None, list[PathSearch]]:
+    """The path `choose_recommended` would pick over every path, searching no further
+    than needed: once a GPU-only path fits, RAM paths cannot win and later GPU-only
+    paths only with a better quantization, so only those quantizations are tried."""
+    tried: list[PathSearch] = []
+    order = {q: i for i, q in enumerate(spec.available_quants)}
+    best_rank: int | None = None  # quant order of the best GPU-only fit so far
+    ctx = FitContext(spec.geometry, rig, s)
+    for cand in cands:
+        if best_rank is None:
+            p = search_path(spec, rig, s, cand, ctx=ctx)
+        elif cand.name not in GPU_ONLY:
+            break
+        else:
+            better = [q for q in quants_to_try(spec, s, cand) if order[q] < best_rank]
+            if not better:
+                continue
+            p = search_path(spec, rig, s, cand, better, ctx)
+            if not p.fits:
+                continue  # its figures for a worse quant are never shown here
         tried.append(p)
-        if p.fits and (cand.name not in GPU_ONLY or p.quant == spec.available_quants[0]):
-            break  # nothing later can be recommended over it
+        if p.fits:
+            if cand.name not in GPU_ONLY:
+                break  # the first fit, and no GPU-only path fitted before it
+            best_rank = order[p.trial.quant]
+            if best_rank == 0:
+                break
     return choose_recommended(tried, spec), tried
 
 
-def rank_model(spec: ModelSpec, rig: Rig, s: PlanSettings, perf: PerfProfile) -> RankedModel:
-    """One model's verdict, best path, quant, memory and speed (context capped at its own)."""
+def rank_model(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    perf: PerfProfile,
+    cands: dict[bool, list[PathCandidate]] | None = None,
+) -> RankedModel:
+    """One model's verdict, best path, quant, memory and speed (context capped at its own):
+    what `plan` recommends, without building every path's report. `cands`: the rig's
+    candidate paths by cpu-only flag, when ranking many models."""
     ctx = min(s.context, spec.geometry.context_length)
-    settings = s.model_copy(update={"context": ctx, "quant": None})
+    settings = s
+    if ctx != s.context or s.quant is not None:
+        settings = s.model_copy(update={"context": ctx, "quant": None})
     base = {
         "model_id": spec.id,
         "name": spec.name,
         "family": spec.family,
         "params": weights_layout(spec, spec.available_quants[0]).n_params,
     }
+    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
+        spec.cpu_only_quants
+    )
+    paths = cands[cpu_only] if cands is not None else candidate_paths(rig, cpu_only)
     try:
-        best, tried = _first_fit(spec, rig, settings, perf)
+        best, tried = _first_fit(spec, rig, settings, paths)
     except RigSparkError as err:
         return RankedModel(
             **base, verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
             low_tok_s=None, high_tok_s=None, note=str(err),
         )  # fmt: skip
     if best is None:
-        smallest = min(tried, key=lambda x: x.shortfall_bytes or 0)
+        smallest = min(tried, key=lambda x: x.trial.m.shortfall)
         return RankedModel(
             **base, verdict=Verdict.NO, path=None, quant=smallest.quant,
-            required_bytes=smallest.required_bytes, low_tok_s=None, high_tok_s=None,
-            note=f"needs {smallest.shortfall_bytes or 0:,} B more on {smallest.path}",
+            required_bytes=smallest.trial.m.required, low_tok_s=None, high_tok_s=None,
+            note=f"needs {smallest.trial.m.shortfall:,} B more on {smallest.path}",
         )  # fmt: skip
-    t = best.throughput
+    t = path_decode(best, rig, settings, perf)
     slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S
     return RankedModel(
         **base, verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
-        quant=best.quant, required_bytes=best.required_bytes, low_tok_s=t.low_tok_s,
+        quant=best.quant, required_bytes=best.trial.m.required, low_tok_s=t.low_tok_s,
         high_tok_s=t.high_tok_s, note="" if ctx == s.context else f"context capped at {ctx}",
     )  # fmt: skip
 
@@ -98,7 +132,8 @@ def rank_models(
     specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, perf: PerfProfile
 ) -> list[RankedModel]:
     """Every model ranked: those that fit first (biggest first), then slow, then no."""
-    rows = [rank_model(spec, rig, s, perf) for spec in specs]
+    cands = {flag: candidate_paths(rig, flag) for flag in (False, True)}
+    rows = [rank_model(spec, rig, s, perf, cands) for spec in specs]
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))
     return rows
