@@ -149,9 +149,9 @@ def gpu_database() -> GpuDatabase | None:
 
 def load_model(args: argparse.Namespace) -> ModelSpec:
     if args.model is not None:
-        from rigspark_gui.catalog.models import load_catalog
+        from rigspark_gui.catalog.models import load_entry
 
-        return load_catalog().find(args.model).to_spec()
+        return load_entry(args.model).to_spec()
     path: Path = args.model_file
     from rigspark_gui.core.errors import ModelImportError
 
@@ -211,7 +211,6 @@ def _emit(data: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.perf import load_perf
     from rigspark_gui.core.plan import plan
-    from rigspark_gui.report.text import format_plan
 
     spec = load_model(args)
     s = settings_from(args)
@@ -220,6 +219,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         _emit(result.model_dump(mode="json"))
     else:
+        from rigspark_gui.report.text import format_plan
+
         print(format_plan(result))
     return EXIT_FITS if result.recommended is not None else EXIT_NO_FIT
 
@@ -384,6 +385,9 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from rigspark_gui.startup import without_pydantic_plugins
+
+    without_pydantic_plugins()
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

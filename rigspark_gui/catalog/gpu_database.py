@@ -10,6 +10,7 @@ leaves them unknown.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ _VARIANT_SUFFIX = re.compile(r"\s*\([^()]*\)$")
 _MEMORY_MATCH_TOLERANCE = 0.10
 
 
+@lru_cache(maxsize=4096)
 def normalize_gpu_name(name: str) -> str:
     """The key two names must share to be the same GPU."""
     text = _TRADEMARKS.sub(" ", name.lower())
@@ -102,18 +104,19 @@ class GpuDatabase(BaseModel):
     _variants: dict[str, list[GpuSpec]] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, context: Any, /) -> None:
+        by_key, by_pci, variants = self._by_key, self._by_pci, self._variants
         for spec in self.gpus:
             for key in spec.keys:
-                other = self._by_key.get(key)
+                other = by_key.get(key)
                 if other is not None and other is not spec:
                     raise CatalogError(
                         f"GPU database: '{spec.name}' and '{other.name}' both answer to '{key}'"
                     )
-                self._by_key[key] = spec
+                by_key[key] = spec
             for pci in spec.pci_ids:
-                self._by_pci.setdefault(pci, spec)
+                by_pci.setdefault(pci, spec)
             base = _VARIANT_SUFFIX.sub("", normalize_gpu_name(spec.name))
-            self._variants.setdefault(base, []).append(spec)
+            variants.setdefault(base, []).append(spec)
 
     def match(self, name: str, memory_bytes: int | None = None) -> GpuSpec | None:
         """The entry whose name or alias is `name`, ignoring case and vendor prefixes.

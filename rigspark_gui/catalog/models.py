@@ -67,9 +67,13 @@ class Catalog(BaseModel):
         for e in self.entries:
             if e.id == model_id:
                 return e
-        close = [e.id for e in self.entries if model_id.lower() in e.id][:5]
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise CatalogError(f"unknown model {model_id!r}{hint}; `rigspark-plan models` lists them")
+        raise _unknown(model_id, [e.id for e in self.entries])
+
+
+def _unknown(model_id: str, ids: list[str]) -> CatalogError:
+    close = [i for i in ids if model_id.lower() in i][:5]
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return CatalogError(f"unknown model {model_id!r}{hint}; `rigspark-plan models` lists them")
 
 
 def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
@@ -96,7 +100,29 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
     return Catalog(entries=tuple(entries), errors=tuple(errors))
 
 
-def load_catalog(path: Path | None = None) -> Catalog:
+def _read(path: Path | None) -> tuple[object, str]:
     path = path or data_file("models.json")
     raw = read_json(path, what="model catalog", error=CatalogError, max_bytes=MAX_CATALOG_BYTES)
-    return parse_catalog(raw, path.name)
+    return raw, path.name
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    raw, name = _read(path)
+    return parse_catalog(raw, name)
+
+
+def load_entry(model_id: str, path: Path | None = None) -> CatalogEntry:
+    """One catalog entry, validating only it (the CLI plans one model; checking all of
+    them would cost more than the plan). A bad entry raises its CatalogError message."""
+    raw, name = _read(path)
+    ids: list[str] = []
+    if isinstance(raw, dict) and isinstance(raw.get("models"), list):
+        items: list[dict[str, object]] = [i for i in raw["models"] if isinstance(i, dict)]
+        ids = [str(i.get("id")) for i in items]
+        raw = {**raw, "models": [i for i in items if i.get("id") == model_id]}
+    catalog = parse_catalog(raw, name)
+    if catalog.entries:
+        return catalog.entries[0]
+    if catalog.errors:
+        raise CatalogError(catalog.errors[0])
+    raise _unknown(model_id, ids)

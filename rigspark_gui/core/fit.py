@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from rigspark_gui.core.compute_buffer import (
     device_compute_bytes,
@@ -21,6 +21,7 @@ from rigspark_gui.core.compute_buffer import (
 )
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
+from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.placement import (
     CPU,
@@ -41,8 +42,7 @@ def _prefix(values: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class _LayerTables:
+class _LayerTables(NamedTuple):
     """Prefix sums over layers of the per-cell KV row bytes, split by layer kind."""
 
     full_rows: tuple[int, ...]  # full-attention layers: scale with the whole cache
@@ -67,21 +67,8 @@ def _layer_tables(g: Geometry, k: KvCacheType, v: KvCacheType) -> _LayerTables:
     return _LayerTables(_prefix(full), _prefix(swa), _prefix(rec), tuple(first_full))
 
 
-_PREFIXES: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-
-
-def _weight_prefix(values: tuple[int, ...]) -> tuple[int, ...]:
-    """Prefix sums of a layout's per-block bytes, memoised by the tuple's identity (cached
-    layouts hand out the same tuple; hashing a long tuple on every call cost more than the
-    sums). The entry keeps the tuple alive, so its id cannot be reused while stored."""
-    hit = _PREFIXES.get(id(values))
-    if hit is not None and hit[0] is values:
-        return hit[1]
-    prefix = _prefix(values)
-    if len(_PREFIXES) >= 4096:
-        _PREFIXES.clear()
-    _PREFIXES[id(values)] = (values, prefix)
-    return prefix
+# prefix sums of a layout's per-block bytes: cached layouts hand out the same tuple
+_weight_prefix: ByIdentity[tuple[int, ...], tuple[int, ...]] = ByIdentity(_prefix)
 
 
 def _cells(g: Geometry, s: PlanSettings) -> tuple[int, int]:

@@ -7,14 +7,13 @@ GGML_QUANT_SIZES. Tensor bytes = elements / block_size * bytes_per_block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidModelError, InvalidSettingsError
 
 
-@dataclass(frozen=True, slots=True)
-class GgmlType:
+class GgmlType(NamedTuple):
     name: str
     type_id: int
     block_size: int

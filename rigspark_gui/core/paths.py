@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -155,8 +154,7 @@ def _slots_for(
     return ranges, ngl, None, tally
 
 
-@dataclass(frozen=True, slots=True)
-class Measure:
+class Measure(NamedTuple):
     """A path's fit from its device tallies."""
 
     fits: bool
@@ -205,8 +203,7 @@ def _measure(tally: Tally, cand: PathCandidate) -> Measure:
     return Measure(fits, required, usable, shortfall, weights, kv, compute, reserve)
 
 
-@dataclass(frozen=True, slots=True)
-class _Trial:
+class _Trial(NamedTuple):
     quant: str
     layout: WeightsLayout
     ev: FitEvaluator
@@ -263,8 +260,7 @@ def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ra
     return p.model_copy(update={"units": units})
 
 
-@dataclass(frozen=True, slots=True)
-class PathSearch:
+class PathSearch(NamedTuple):
     """A path's quantization search: the trial of the best quantization that fits, or of
     the last one tried (whose figures are shown)."""
 

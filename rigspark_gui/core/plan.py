@@ -10,7 +10,6 @@ from pydantic import Field
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.fit import FitContext, FitEvaluator
 from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.kv_cache import kv_bytes_per_token, kv_total_bytes
 from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
 from rigspark_gui.core.paths import (
     PLAN_SCHEMA_VERSION,
@@ -122,28 +121,25 @@ def plan(
     )
 
 
-def _fits_at(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> bool:
-    ev = FitEvaluator(
-        spec.geometry,
-        weights_layout(spec, quant),
-        rig,
-        s,
-        repack_for(spec, quant, rig.cpu.features),
-    )
-    return _measure(_slots_for(ev, cand)[3], cand).fits
-
-
 def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:
     """Largest context (a multiple of 256, up to the trained context) that fits."""
-    top = spec.geometry.context_length // KV_PAD
-    lo, hi = 0, top
+    g = spec.geometry
+    layout = weights_layout(spec, quant)
+    repack = repack_for(spec, quant, rig.cpu.features)
+
+    def fits(units: int) -> bool:
+        ev = FitEvaluator(g, layout, rig, s.model_copy(update={"context": units * KV_PAD}), repack)
+        return _measure(_slots_for(ev, cand)[3], cand).fits
+
+    top = g.context_length // KV_PAD
     if top == 0:
         return 0
-    if _fits_at(spec, rig, s.model_copy(update={"context": top * KV_PAD}), cand, quant):
+    if fits(top):
         return top * KV_PAD
+    lo, hi = 0, top - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _fits_at(spec, rig, s.model_copy(update={"context": mid * KV_PAD}), cand, quant):
+        if fits(mid):
             lo = mid
         else:
             hi = mid - 1
@@ -172,7 +168,7 @@ def kv_comparison(
         fa = s.flash_attn or (v.quantized and s.backend.ggml_based)
         s2 = s.model_copy(update={"kv_k": k, "kv_v": v, "flash_attn": fa})
         try:
-            per_token = kv_bytes_per_token(g, k, v)
+            ctx = FitContext(g, rig, s2)
         except InvalidSettingsError:
             continue  # rows not a multiple of the block (rare head sizes)
         limits = []
@@ -190,8 +186,8 @@ def kv_comparison(
                 kv_k=k,
                 kv_v=v,
                 flash_attn=fa,
-                bytes_per_token=per_token,
-                kv_bytes=kv_total_bytes(g, s2),
+                bytes_per_token=ctx.tables.full_rows[-1] + ctx.tables.swa_rows[-1],
+                kv_bytes=ctx.kv_total,
                 limits=tuple(limits),
             )
         )

@@ -8,7 +8,7 @@ have no GGUF header at hand; with a header, the real tensor types are used inste
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidModelError
 from rigspark_gui.core.ggml_types import GGML_TYPES
@@ -48,8 +48,7 @@ _FALLBACK = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RecipeContext:
+class RecipeContext(NamedTuple):
     """Model facts the recipe consults."""
 
     architecture: str

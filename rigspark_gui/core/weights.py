@@ -8,11 +8,10 @@ them) and typed with llama-quantize's recipe (`quant_recipe`).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
-from pydantic import Field
-
+from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import (
-    Frozen,
     Geometry,
     ModelSpec,
     TensorGroup,
@@ -29,29 +28,31 @@ _QK_NORM = frozenset({"qwen3", "qwen3moe", "gemma3", "olmo2", "olmoe", "cohere2"
 _POST_NORMS = frozenset({"gemma2", "gemma3", "olmo2", "glm4"})
 
 
+_sum_of: ByIdentity[tuple[int, ...], int] = ByIdentity(sum)
+
+
 def _pad(n: int) -> int:
     return -(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
 
 
-class WeightsLayout(Frozen):
-    """Bytes per placeable unit, as stored (each tensor padded to the GGUF alignment)."""
+class WeightsLayout(NamedTuple):
+    """Bytes per placeable unit, as stored (each tensor padded to the GGUF alignment).
+    Derived by the engine, never read from outside, so a plain record."""
 
     quant: str
-    input_bytes: int = Field(ge=0, description="token embeddings (always on the CPU)")
-    output_bytes: int = Field(ge=0, description="output norm and head (the last slot)")
-    tied_head_bytes: int = Field(
-        ge=0, description="tied embeddings: the token table loaded again as the head off the CPU"
-    )
+    input_bytes: int  # token embeddings (always on the CPU)
+    output_bytes: int  # output norm and head (the last slot)
+    tied_head_bytes: int  # tied embeddings: the token table loaded again as the head off the CPU
     block_bytes: tuple[int, ...]
-    block_expert_bytes: tuple[int, ...] = Field(description="routed-expert share of each block")
-    expert_fraction_active: float = Field(ge=0, le=1, description="n_expert_used / n_expert")
-    n_params: int = Field(ge=0)
-    n_active_params: int = Field(ge=0, description="parameters read per token (MoE: active)")
-    tensor_types: dict[str, int] = Field(description="bytes per ggml type, for display")
+    block_expert_bytes: tuple[int, ...]  # routed-expert share of each block
+    expert_fraction_active: float  # n_expert_used / n_expert
+    n_params: int
+    n_active_params: int  # parameters read per token (MoE: active)
+    tensor_types: dict[str, int]  # bytes per ggml type, for display
 
     @property
     def total_bytes(self) -> int:
-        return self.input_bytes + self.output_bytes + sum(self.block_bytes)
+        return self.input_bytes + self.output_bytes + _sum_of(self.block_bytes)
 
     def block_read_bytes(self, layer: int) -> float:
         """Bytes one decode step reads from a block: dense part plus active experts."""
@@ -214,11 +215,21 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     return layout_from_tensors(g, synthesize_tensors(g, quant), quant)
 
 
+# a model's layouts by quantization, kept with the (immutable) spec itself
+_layouts_of: ByIdentity[ModelSpec, dict[str, WeightsLayout]] = ByIdentity(lambda _: {})
+
+
 def weights_layout(spec: ModelSpec, quant: str) -> WeightsLayout:
-    require_quant(spec, quant)
-    if spec.tensors is not None:
-        return layout_from_tensors(spec.geometry, spec.tensors, quant)
-    return _synth_layout(spec.geometry, quant)
+    layouts = _layouts_of(spec)
+    layout = layouts.get(quant)
+    if layout is None:
+        require_quant(spec, quant)
+        if spec.tensors is not None:
+            layout = layout_from_tensors(spec.geometry, spec.tensors, quant)
+        else:
+            layout = _synth_layout(spec.geometry, quant)
+        layouts[quant] = layout
+    return layout
 
 
 def file_bytes_estimate(layout: WeightsLayout, g: Geometry) -> int:
@@ -242,16 +253,13 @@ REPACK_TYPES: dict[str, frozenset[str]] = {
 _NOT_MATMUL = ("token_embd.", "_norm.", ".bias", "ffn_gate_inp.", "attn_sinks", "rope_")
 
 
-class RepackBytes(Frozen):
+class RepackBytes(NamedTuple):
     """CPU_REPACK bytes per placeable unit, for the units that run on the CPU."""
 
     block_bytes: tuple[int, ...]
-    block_expert_bytes: tuple[int, ...] = Field(description="routed-expert share of each")
-    output_bytes: int = Field(ge=0)
-    unmapped_bytes: int = Field(
-        ge=0,
-        description="file bytes outside the CPU_Mapped range when every unit is on the CPU",
-    )
+    block_expert_bytes: tuple[int, ...]  # routed-expert share of each
+    output_bytes: int
+    unmapped_bytes: int  # file bytes outside the CPU_Mapped range when all is on the CPU
 
     @property
     def total(self) -> int:

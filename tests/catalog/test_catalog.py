@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rigspark_gui.catalog.models import load_catalog, parse_catalog
+from rigspark_gui.catalog.models import load_catalog, load_entry, parse_catalog
 from rigspark_gui.catalog.size_check import size_checks
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.plan import plan
@@ -73,3 +73,18 @@ def test_unreadable_catalog_is_a_catalog_error(tmp_path) -> None:
         load_catalog(bad)
     with pytest.raises(CatalogError, match="unsupported schema_version"):
         parse_catalog({"schema_version": 7, "models": []})
+
+
+def test_one_entry_is_loaded_alone_and_matches_the_catalog(tmp_path) -> None:
+    full = load_catalog()
+    entry = load_entry("llama-3.1-8b-instruct")
+    assert entry == full.find("llama-3.1-8b-instruct")
+    with pytest.raises(CatalogError, match=r"unknown model 'llama-3\.1'.*did you mean"):
+        load_entry("llama-3.1")
+    raw = json.loads(data_file("models.json").read_text())
+    bad = dict(raw["models"][0], geometry={"n_layer": -1})
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps({**raw, "models": [bad, *raw["models"][1:]]}))
+    with pytest.raises(CatalogError, match=f"catalog entry {bad['id']}: "):
+        load_entry(bad["id"], path)
+    assert load_entry(raw["models"][1]["id"], path).id == raw["models"][1]["id"]
