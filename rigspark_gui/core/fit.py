@@ -128,6 +128,35 @@ class DeviceTally:
         )
 
 
+class _Shape:
+    """What a model's fit depends on besides the KV types, the quantization and the rig:
+    cache cells, the logits buffer and compute buffers (filled as asked for). Shared
+    by every FitContext of one geometry at the same other settings (the KV comparison
+    and the catalog over every KV type ask for the same ones again)."""
+
+    __slots__ = ("compute", "full_cells", "output_buffer", "swa_cells")
+
+    def __init__(self, g: Geometry, s: PlanSettings) -> None:
+        self.full_cells, self.swa_cells = _cells(g, s)
+        self.output_buffer = output_buffer_bytes(g, s)
+        self.compute: dict[tuple[int, bool, bool, bool], int] = {}
+
+
+_shapes_of: ByIdentity[Geometry, dict[tuple[object, ...], _Shape]] = ByIdentity(lambda _: {})
+_KV_FIELDS = ("kv_k", "kv_v")
+
+
+def _shape(g: Geometry, s: PlanSettings) -> _Shape:
+    shapes = _shapes_of(g)
+    key = tuple(v for k, v in s.__dict__.items() if k not in _KV_FIELDS)
+    shape = shapes.get(key)
+    if shape is None:
+        if len(shapes) >= 64:  # a context slider visits many: keep the recent ones
+            shapes.clear()
+        shape = shapes[key] = _Shape(g, s)
+    return shape
+
+
 class FitContext:
     """What every evaluation of one model on one rig at one setting shares, whatever the
     quantization or split: KV tables and cells, compute buffers, device capacities.
@@ -136,7 +165,8 @@ class FitContext:
     def __init__(self, g: Geometry, rig: Rig, s: PlanSettings) -> None:
         self.g, self.rig, self.s = g, rig, s
         self.tables = _layer_tables(g, s.kv_k, s.kv_v)
-        self.full_cells, self.swa_cells = _cells(g, s)
+        shape = _shape(g, s)
+        self.full_cells, self.swa_cells = shape.full_cells, shape.swa_cells
         self.rec_scale = 4 * s.parallel
         n = g.n_layer
         t = self.tables
@@ -145,8 +175,8 @@ class FitContext:
             + t.swa_rows[n] * self.swa_cells
             + t.recurrent[n] * self.rec_scale
         )
-        self.output_buffer = output_buffer_bytes(g, s)
-        self._compute_cache: dict[tuple[int, bool, bool, bool], int] = {}
+        self.output_buffer = shape.output_buffer
+        self._compute_cache = shape.compute
         self._capacity: dict[str, tuple[int, int]] = {}
 
     def device_capacity(self, device: str) -> tuple[int, int]:
