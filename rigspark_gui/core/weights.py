@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+from rigspark_gui.core.ggml_types import row_bytes
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import (
     Geometry,
@@ -129,8 +130,26 @@ def _block_tensors(g: Geometry, il: int) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
-    """The tensor list a llama.cpp conversion + llama-quantize at `ftype` would produce."""
+class _Row(NamedTuple):
+    """A synthesized tensor, before it is a TensorInfo (the layout needs no more)."""
+
+    name: str
+    type: str
+    shape: tuple[int, ...]
+    group: TensorGroup
+    layer: int | None
+    expert: bool
+    n_elements: int
+    n_bytes: int
+
+
+_Shapes = tuple[tuple[str, tuple[int, ...], TensorGroup, int | None], ...]
+
+
+@lru_cache(maxsize=512)
+def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
+    """Every tensor's name, shape, group and layer (the same at every quantization), and
+    what the quantization recipe needs to know about the model."""
     raw: list[tuple[str, tuple[int, ...], TensorGroup, int | None]] = [
         ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None)
     ]
@@ -139,7 +158,6 @@ def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
     raw.append(("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None))
     if not g.tied_embeddings:
         raw.append(("output.weight", (g.n_embd, g.n_vocab), TensorGroup.OUTPUT, None))
-
     ctx = RecipeContext(
         architecture=g.architecture,
         n_gqa=g.n_head // max(g.n_head_kv, 1),
@@ -149,8 +167,13 @@ def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
         is_70b=g.n_layer == 80 and g.architecture in ("llama", "qwen2"),
         has_output=not g.tied_embeddings,
     )
+    return tuple(raw), ctx
+
+
+def _synth_rows(g: Geometry, ftype: str) -> list[_Row]:
+    raw, ctx = _shapes(g)
     i_wv = i_down = 0
-    tensors: list[TensorInfo] = []
+    rows: list[_Row] = []
     for name, shape, group, layer in raw:
         if quantizable(name, len(shape)):
             t = choose_type(ftype, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, layer)
@@ -160,21 +183,44 @@ def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
             i_wv += 1
         if "ffn_down" in name:
             i_down += 1
-        tensors.append(
-            TensorInfo(
-                name=name, type=t, shape=shape, group=group, layer=layer, expert="_exps" in name
-            )
+        n = 1
+        for d in shape:
+            n *= d
+        rows.append(_Row(name, t, shape, group, layer, "_exps" in name, n, row_bytes(t, n)))
+    return rows
+
+
+def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
+    """The tensor list a llama.cpp conversion + llama-quantize at `ftype` would produce."""
+    return tuple(
+        TensorInfo(
+            name=r.name,
+            type=r.type,
+            shape=r.shape,
+            group=r.group,
+            layer=r.layer,
+            expert=r.expert,
+            n_bytes=r.n_bytes,
         )
-    return tuple(tensors)
+        for r in _synth_rows(g, ftype)
+    )
 
 
 def layout_from_tensors(g: Geometry, tensors: tuple[TensorInfo, ...], quant: str) -> WeightsLayout:
+    rows = [
+        _Row(t.name, t.type, t.shape, t.group, t.layer, t.expert, t.n_elements, t.n_bytes)
+        for t in tensors
+    ]
+    return _layout_from_rows(g, rows, quant)
+
+
+def _layout_from_rows(g: Geometry, rows: list[_Row], quant: str) -> WeightsLayout:
     blocks = [0] * g.n_layer
     experts = [0] * g.n_layer
     input_b = output_b = 0
     n_params = n_expert_params = 0
     types: dict[str, int] = {}
-    for t in tensors:
+    for t in rows:
         b = _pad(t.n_bytes)
         types[t.type] = types.get(t.type, 0) + t.n_bytes
         n_params += t.n_elements
@@ -187,8 +233,8 @@ def layout_from_tensors(g: Geometry, tensors: tuple[TensorInfo, ...], quant: str
             if t.expert:
                 experts[t.layer] += b
                 n_expert_params += t.n_elements
-    tied = not any(t.name == "output.weight" for t in tensors)
-    embd = next((t for t in tensors if t.name == "token_embd.weight"), None)
+    tied = not any(t.name == "output.weight" for t in rows)
+    embd = next((t for t in rows if t.name == "token_embd.weight"), None)
     # Tied: llama.cpp loads the token table a second time as the head (TENSOR_DUPLICATED);
     # it costs memory only where the head is not the memory-mapped file itself.
     tied_head = _pad(embd.n_bytes) if tied and embd is not None else 0
@@ -212,7 +258,7 @@ def layout_from_tensors(g: Geometry, tensors: tuple[TensorInfo, ...], quant: str
 
 @lru_cache(maxsize=4096)
 def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
-    return layout_from_tensors(g, synthesize_tensors(g, quant), quant)
+    return _layout_from_rows(g, _synth_rows(g, quant), quant)
 
 
 # a model's layouts by quantization, kept with the (immutable) spec itself
