@@ -7,6 +7,7 @@ them) and typed with llama-quantize's recipe (`quant_recipe`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -312,7 +313,7 @@ class RepackBytes(NamedTuple):
         return sum(self.block_bytes) + self.output_bytes
 
 
-def _repacked(t: TensorInfo, types: frozenset[str]) -> bool:
+def _repacked(t: TensorInfo | _Row, types: frozenset[str]) -> bool:
     # 2-D weights of MUL_MAT; 3-D only as MUL_MAT_ID experts (MLA's 3-D attn_k_b/attn_v_b
     # are MUL_MAT operands, which the repack buffer refuses for n_dims != 2)
     dims_ok = len(t.shape) == 2 or (len(t.shape) == 3 and t.expert)
@@ -321,7 +322,7 @@ def _repacked(t: TensorInfo, types: frozenset[str]) -> bool:
     return not any(k in t.name for k in _NOT_MATMUL)
 
 
-def _unmapped_bytes(tensors: tuple[TensorInfo, ...], repacked: list[bool]) -> int:
+def _unmapped_bytes(tensors: Sequence[TensorInfo | _Row], repacked: list[bool]) -> int:
     """File bytes outside the mapped range: llama.cpp maps only from the first to the end
     of the last tensor its CPU buffer holds (llama_model_loader::get_mapping_range), so
     repacked tensors at the head or tail of the file, and the last mapped tensor's
@@ -352,7 +353,9 @@ def cpu_repack_bytes(
     if not types:
         return None
     g = spec.geometry
-    tensors = spec.tensors if spec.tensors is not None else synthesize_tensors(g, quant)
+    tensors: Sequence[TensorInfo | _Row] = (
+        spec.tensors if spec.tensors is not None else _synth_rows(g, quant)
+    )
     blocks = [0] * g.n_layer
     experts = [0] * g.n_layer
     output = 0
