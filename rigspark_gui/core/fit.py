@@ -83,11 +83,17 @@ def _cells(g: Geometry, s: PlanSettings) -> tuple[int, int]:
 
 
 def kv_total_fast(g: Geometry, s: PlanSettings) -> int:
-    """kv_cache.kv_total_bytes from the cached per-layer tables."""
-    t = _layer_tables(g, s.kv_k, s.kv_v)
-    full, swa = _cells(g, s)
-    n = g.n_layer
-    return t.full_rows[n] * full + t.swa_rows[n] * swa + t.recurrent[n] * 4 * s.parallel
+    """kv_cache.kv_total_bytes from the cached per-layer tables (what planning uses)."""
+    return _kv_total(_layer_tables(g, s.kv_k, s.kv_v), _shape(g, s), s)
+
+
+def _kv_total(t: _LayerTables, shape: _Shape, s: PlanSettings) -> int:
+    n = len(t.full_rows) - 1
+    return (
+        t.full_rows[n] * shape.full_cells
+        + t.swa_rows[n] * shape.swa_cells
+        + t.recurrent[n] * 4 * s.parallel
+    )
 
 
 class DeviceTally:
@@ -168,13 +174,7 @@ class FitContext:
         shape = _shape(g, s)
         self.full_cells, self.swa_cells = shape.full_cells, shape.swa_cells
         self.rec_scale = 4 * s.parallel
-        n = g.n_layer
-        t = self.tables
-        self.kv_total = (
-            t.full_rows[n] * self.full_cells
-            + t.swa_rows[n] * self.swa_cells
-            + t.recurrent[n] * self.rec_scale
-        )
+        self.kv_total = _kv_total(self.tables, shape, s)
         self.output_buffer = shape.output_buffer
         self._compute_cache = shape.compute
         self._capacity: dict[str, tuple[int, int]] = {}

@@ -166,5 +166,6 @@ def test_vllm_pages_of_16_tokens_per_request() -> None:
 def test_cached_tables_agree_with_the_layer_walk(g, context, parallel) -> None:
     from rigspark_gui.core.fit import kv_total_fast
 
-    s = PlanSettings(context=context, parallel=parallel)
-    assert kv_total_fast(g, s) == kv_total_bytes(g, s)
+    for kv in (K.F16, K.Q8_0, K.Q4_0):  # one shared shape
+        s = PlanSettings(context=context, parallel=parallel, kv_k=kv, kv_v=kv, flash_attn=True)
+        assert kv_total_fast(g, s) == kv_total_bytes(g, s)

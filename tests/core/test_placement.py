@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.fit import FitEvaluator
+from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.placement import (
     CPU,
     auto_place,
@@ -91,9 +92,16 @@ def test_moving_experts_moves_their_bytes() -> None:
     ngl=st.integers(0, 40),
     split=st.lists(st.floats(0.1, 10), min_size=2, max_size=2),
     context=st.integers(1, 65536),
+    kv=st.sampled_from([KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0]),
+    flash_attn=st.booleans(),
 )
-def test_fast_tally_agrees_with_device_loads(ngl: int, split: list[float], context: int) -> None:
-    rig, s = make_rig(2), PlanSettings(context=context)
+def test_fast_tally_agrees_with_device_loads(
+    ngl: int, split: list[float], context: int, kv: KvCacheType, flash_attn: bool
+) -> None:
+    # the cached cells and compute buffers are shared across KV types: vary them too
+    kv_v = kv if flash_attn else KvCacheType.F16
+    s = PlanSettings(context=context, kv_k=kv, kv_v=kv_v, flash_attn=flash_attn)
+    rig = make_rig(2)
     layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
     p = auto_place(LLAMA_31_8B, rig, s, ngl=ngl, tensor_split=split)
     loads = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, rig, s)}
