@@ -4,15 +4,17 @@ Every command is built as an argv list and joined with `shlex.join`, so a model 
 path read from a file is always one quoted shell word and never runs as code.
 
 llama.cpp: a placement is expressed as a *base* `-ngl` + `--tensor-split` (llama.cpp's
-rule, `placement.llama_cpp_slots`) plus `-ot` rules for every unit the base puts
-elsewhere and for experts kept apart from their block. `--tensor-split` is always written
-out as layer counts when the rig has several GPUs: llama.cpp's default split follows the
-free memory *at launch*, which need not be what the plan saw. The first matching `-ot`
-rule wins (llama-model.cpp, create_tensor), so expert rules come before layer rules.
+rule; `placement.llama_base` picks the one nearest the placement) plus `-ot` rules for
+every unit the base puts elsewhere and for experts kept apart from their block.
+`--tensor-split` is always written out as layer counts when the rig has several GPUs:
+llama.cpp's default split follows the free memory *at launch*, which need not be what the
+plan saw. The first matching `-ot` rule wins (llama-model.cpp, create_tensor), so expert
+rules come before layer rules.
 
 llama.cpp keeps each layer's KV cache on the device the base rule gives it
 (llama-kv-cache.cpp: `model.dev_layer(il)`), not where `-ot` moves its weights; the base
-is chosen to need as few overrides as possible, and the command notes any KV that stays.
+is chosen to need as few overrides as possible, the command notes any KV that stays, and
+`placement.device_loads` counts that KV where it stays.
 
 Engines that cannot express a placement get an explanation, never an approximate command.
 """
@@ -37,7 +39,7 @@ from rigspark_gui.core.placement import (
     Placement,
     auto_place,
     gpu_device,
-    llama_cpp_slots,
+    llama_base,
 )
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
@@ -148,22 +150,6 @@ def _slot_devices(placement: Placement) -> list[str]:
     return [u.device for u in placement.units if u.unit != INPUT]
 
 
-def _gpu_count(placement: Placement) -> int:
-    return sum(1 for d in placement.devices if d != CPU)
-
-
-def _base_for(devices: Sequence[str], start: int, n_gpus: int) -> tuple[list[str], list[int]]:
-    counts = [0] * n_gpus
-    for d in devices[start:]:
-        if d != CPU:
-            counts[int(d.split(":")[1])] += 1
-    n_slots = len(devices)
-    if not any(counts):
-        return [CPU] * n_slots, counts
-    base = llama_cpp_slots(n_slots - 1, n_slots - start, [float(c) for c in counts], range(n_gpus))
-    return base, counts
-
-
 def _layer_pattern(layers: Sequence[int], suffix: str = "") -> str:
     alt = "|".join(str(il) for il in layers)
     body = alt if len(layers) == 1 else f"({alt})"
@@ -175,21 +161,10 @@ def llama_layout(placement: Placement) -> LlamaLayout:
     inp = placement.unit(INPUT)
     if inp.device != CPU:
         raise InvalidPlacementError("llama.cpp keeps the input embedding on the CPU")
-    devices = _slot_devices(placement)
-    n_gpus = _gpu_count(placement)
-    n_slots = len(devices)
-    # Starting the offloaded range where a GPU run begins is where overrides are fewest.
-    starts = [i for i, d in enumerate(devices) if d != CPU and (i == 0 or devices[i - 1] == CPU)]
-    best: tuple[int, int, list[str], list[int]] | None = None
-    for start in [*starts, n_slots]:
-        base, counts = _base_for(devices, start, n_gpus)
-        misses = sum(1 for a, b in zip(base, devices, strict=True) if a != b)
-        if best is None or misses < best[0]:
-            best = (misses, start, base, counts)
-    assert best is not None
-    _, start, base, counts = best
+    base, start, counts = llama_base(placement)
+    n_slots = len(base)
     ngl = 0 if not any(counts) else n_slots - start
-    split = tuple(counts) if n_gpus > 1 and any(counts) else None
+    split = tuple(counts) if len(counts) > 1 and any(counts) else None
 
     expert_rules: dict[str, list[int]] = {}
     layer_rules: dict[str, list[int]] = {}
@@ -385,7 +360,7 @@ def _kv_note(layout: LlamaLayout) -> tuple[str, ...]:
     more = f" and {len(layout.kv_stays) - 6} more" if len(layout.kv_stays) > 6 else ""
     return (
         "llama.cpp keeps the KV cache of layers moved with -ot on the device -ngl/"
-        f"--tensor-split gives them: {moved}{more}",
+        f"--tensor-split gives them, and the loads count it there: {moved}{more}",
     )
 
 

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from functools import lru_cache
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -209,6 +210,58 @@ def llama_cpp_slots(
     return out
 
 
+class LlamaBase(NamedTuple):
+    """The -ngl/--tensor-split layout nearest to a placement: its device for each of the
+    n_layer + 1 slots, the first offloaded slot, and the slots each GPU gets."""
+
+    slots: list[str]
+    start: int
+    counts: list[int]
+
+
+def _base_from(devices: Sequence[str], start: int, n_gpus: int) -> LlamaBase:
+    counts = [0] * n_gpus
+    for d in devices[start:]:
+        if d != CPU:
+            counts[int(d.split(":")[1])] += 1
+    n_slots = len(devices)
+    if not any(counts):
+        return LlamaBase([CPU] * n_slots, start, counts)
+    base = llama_cpp_slots(n_slots - 1, n_slots - start, [float(c) for c in counts], range(n_gpus))
+    return LlamaBase(base, start, counts)
+
+
+def llama_base(placement: Placement) -> LlamaBase:
+    """The -ngl/--tensor-split base that differs from `placement` in the fewest slots
+    (launch commands move the rest with -ot). Starting the offloaded range where a GPU
+    run begins is where differences are fewest."""
+    devices = [u.device for u in placement.units if u.unit != INPUT]
+    n_gpus = sum(1 for d in placement.devices if d != CPU)
+    n_slots = len(devices)
+    starts = [i for i, d in enumerate(devices) if d != CPU and (i == 0 or devices[i - 1] == CPU)]
+    best: tuple[int, LlamaBase] | None = None
+    for start in [*starts, n_slots]:
+        base = _base_from(devices, start, n_gpus)
+        misses = sum(1 for a, b in zip(base.slots, devices, strict=True) if a != b)
+        if best is None or misses < best[0]:
+            best = (misses, base)
+    assert best is not None
+    return best[1]
+
+
+def kv_devices(placement: Placement, s: PlanSettings) -> list[str]:
+    """The device holding each block's KV cache. llama.cpp allocates a layer's cache on
+    the device -ngl/--tensor-split gives the layer (llama-kv-cache.cpp:
+    `model.dev_layer(il)`), not where -ot moves its weights: a block dragged off its
+    base device leaves its KV behind. Other engines keep it with the block."""
+    blocks = placement.blocks
+    inp = next((u for u in placement.units if u.unit == INPUT), None)
+    if not s.backend.ggml_based or inp is None or inp.device != CPU:
+        return [u.device for u in blocks]
+    base = llama_base(placement).slots
+    return [base[u.index] if u.has_attention else u.device for u in blocks]
+
+
 def auto_place(
     g: Geometry,
     rig: Rig,
@@ -340,6 +393,7 @@ def device_loads(
     units: dict[str, list[str]] = {d: [] for d in placement.devices}
     layers_on: dict[str, list[int]] = {d: [] for d in placement.devices}
     output_dev = CPU
+    kv_dev = kv_devices(placement, s)
     for u in placement.units:
         units[u.device].append(u.unit)
         if u.unit == INPUT:
@@ -361,7 +415,7 @@ def device_loads(
                 weights[u.device] += layout.block_bytes[il]
             if cpu_repack is not None and CPU in (u.device, u.experts_device):
                 weights[CPU] += _repack_on_cpu(cpu_repack, u)
-            kv_b[u.device] += kv[il]
+            kv_b[kv_dev[il]] += kv[il]
             layers_on[u.device].append(il)
     any_gpu = any(u.device != CPU for u in placement.units)
     if (

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
 from rigspark_gui.core.model_spec import Frozen, Geometry
-from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, kv_devices
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.weights import WeightsLayout
@@ -91,6 +91,7 @@ def bytes_read_per_token(
 ) -> dict[str, float]:
     """Bytes each device streams for one decode step at `depth` tokens of context."""
     read: dict[str, float] = {}
+    kv_dev = kv_devices(placement, s)  # a block's cache may stay where -ngl put it
     for u in placement.units:
         if u.unit == INPUT:
             continue  # one embedding row per token: negligible
@@ -103,7 +104,8 @@ def bytes_read_per_token(
         dense = layout.block_bytes[il] - layout.block_expert_bytes[il]
         cells = min(depth, kv_cells(g, il, s))
         kv = kv_row_pair_bytes(g, il, s.kv_k, s.kv_v) * cells
-        read[u.device] = read.get(u.device, 0.0) + dense + kv
+        read[u.device] = read.get(u.device, 0.0) + dense
+        read[kv_dev[il]] = read.get(kv_dev[il], 0.0) + kv
         exp_dev = u.experts_device or u.device
         read[exp_dev] = read.get(exp_dev, 0.0) + experts
     return read

@@ -11,11 +11,13 @@ from rigspark_gui.core.placement import (
     CPU,
     auto_place,
     device_loads,
+    kv_devices,
     llama_cpp_slots,
     move_experts,
     move_layers,
 )
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.throughput import bytes_read_per_token
 from rigspark_gui.core.weights import weights_layout
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
@@ -187,3 +189,45 @@ def test_repack_is_counted_the_same_by_both_tallies(ngl, features, quant) -> Non
     assert fast[CPU].weights_bytes == loads[CPU].weights_bytes
     if features and quant != "Q8_0" and ngl < 33:
         assert repack is not None and loads[CPU].weights_bytes > layout.input_bytes
+
+
+def _loads(p, s):
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    return {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, make_rig(1), s)}, layout
+
+
+def test_a_layer_moved_off_its_base_device_leaves_its_kv_behind() -> None:
+    """llama.cpp allocates a layer's cache on the -ngl device (model.dev_layer), not
+    where -ot moves its weights: the lanes must count it there."""
+    s = PlanSettings(context=8192)
+    full = auto_place(LLAMA_31_8B, make_rig(1), s)
+    moved = move_layers(full, ["blk.10"], CPU)
+    assert kv_devices(moved, s)[10] == "gpu:0"
+    before, layout = _loads(full, s)
+    after, _ = _loads(moved, s)
+    assert after["gpu:0"].kv_bytes == before["gpu:0"].kv_bytes  # the KV stayed
+    assert after[CPU].kv_bytes == 0
+    assert before["gpu:0"].weights_bytes - after["gpu:0"].weights_bytes == layout.block_bytes[10]
+    # and the other way: a layer pulled onto the GPU from the offloaded-to-CPU range
+    partial = auto_place(LLAMA_31_8B, make_rig(1), s, ngl=20)  # blocks 0..12 on the CPU
+    pulled = move_layers(partial, ["blk.3"], "gpu:0")
+    assert kv_devices(pulled, s)[3] == CPU
+    a, _ = _loads(partial, s)
+    b, _ = _loads(pulled, s)
+    assert (a[CPU].kv_bytes, a["gpu:0"].kv_bytes) == (b[CPU].kv_bytes, b["gpu:0"].kv_bytes)
+
+
+def test_engines_without_layer_overrides_keep_kv_with_the_block() -> None:
+    s = PlanSettings(context=8192)
+    moved = move_layers(auto_place(LLAMA_31_8B, make_rig(1), s), ["blk.10"], CPU)
+    vllm = s.model_copy(update={"backend": Backend.VLLM})
+    assert kv_devices(moved, vllm)[10] == CPU
+    assert kv_devices(moved, s)[10] == "gpu:0"
+
+
+def test_decode_reads_a_moved_layers_kv_from_where_it_stays() -> None:
+    s = PlanSettings(context=8192)
+    moved = move_layers(auto_place(LLAMA_31_8B, make_rig(1), s), ["blk.10"], CPU)
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    reads = bytes_read_per_token(moved, LLAMA_31_8B, layout, s, 8192)
+    assert reads[CPU] == layout.block_bytes[10]  # its weights only (the input is a lookup)

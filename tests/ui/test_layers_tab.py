@@ -161,3 +161,21 @@ def test_moe_experts_to_cpu(qtbot, perf: PerfProfile) -> None:
     assert "ffn_.*_exps" in w.command_text.toPlainText()
     loads = {x.device: x for x in w._loads}
     assert loads["gpu:0"].verdict is not Verdict.OVER
+
+
+def _kv_line(tab: LayersTab, device: str) -> str:
+    tip = tab.lane(device).bar.toolTip()
+    return next(line for line in tip.splitlines() if line.startswith("KV cache"))
+
+
+def test_a_dragged_layer_leaves_its_kv_where_llama_cpp_keeps_it(tab: LayersTab) -> None:
+    """llama.cpp moves the weights with -ot but allocates the cache by -ngl: the GPU lane
+    keeps the layer's KV, the CPU lane gains only the weights, and the command says so."""
+    layer = tab.lane_model("gpu:0").unit_ids()[3]
+    gpu_kv, cpu_kv = _kv_line(tab, "gpu:0"), _kv_line(tab, CPU)
+    cpu_tip = tab.lane(CPU).bar.toolTip()
+    assert _drop(tab, [layer], CPU)
+    assert layer in tab.lane_model(CPU).unit_ids()
+    assert (_kv_line(tab, "gpu:0"), _kv_line(tab, CPU)) == (gpu_kv, cpu_kv)
+    assert tab.lane(CPU).bar.toolTip() != cpu_tip  # its weights did move
+    assert f"{layer} (KV on gpu:0)" in tab.command_notes.text()
