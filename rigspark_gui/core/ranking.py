@@ -22,7 +22,7 @@ from rigspark_gui.core.paths import (
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
-from rigspark_gui.core.weights import weights_layout
+from rigspark_gui.core.weights import param_count
 
 # Below this many tokens per second (the low end of the estimate) a chat feels slow:
 # roughly reading speed.
@@ -99,7 +99,7 @@ def rank_model(
         "model_id": spec.id,
         "name": spec.name,
         "family": spec.family,
-        "params": weights_layout(spec, spec.available_quants[0]).n_params,
+        "params": param_count(spec).total,
     }
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants

@@ -7,7 +7,8 @@ them) and typed with llama-quantize's recipe (`quant_recipe`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -215,16 +216,57 @@ def layout_from_tensors(g: Geometry, tensors: tuple[TensorInfo, ...], quant: str
     return _layout_from_rows(g, rows, quant)
 
 
+class ParamCount(NamedTuple):
+    total: int
+    active: int  # read per token: MoE counts its active experts, the embedding is a lookup
+
+
+def _param_count(
+    g: Geometry, rows: Iterable[tuple[str, int, TensorGroup, int | None, bool]]
+) -> ParamCount:
+    """Parameters from (name, elements, group, layer, expert) of every tensor."""
+    total = expert_params = 0
+    embd: int | None = None
+    for name, n, group, layer, expert in rows:
+        total += n
+        if expert and group is TensorGroup.BLOCK and layer is not None:
+            expert_params += n
+        if embd is None and name == "token_embd.weight":
+            embd = n
+    frac = g.n_expert_used / g.n_expert if g.n_expert else 1.0
+    active = total - expert_params + round(expert_params * frac) - (embd or 0)
+    return ParamCount(total, max(active, 0))
+
+
+@lru_cache(maxsize=512)
+def _synth_param_count(g: Geometry) -> ParamCount:
+    rows = (
+        (name, math.prod(shape), group, layer, "_exps" in name)
+        for name, shape, group, layer in _shapes(g)[0]
+    )
+    return _param_count(g, rows)
+
+
+def _count_of(spec: ModelSpec) -> ParamCount:
+    if spec.tensors is None:
+        return _synth_param_count(spec.geometry)
+    rows = ((t.name, t.n_elements, t.group, t.layer, t.expert) for t in spec.tensors)
+    return _param_count(spec.geometry, rows)
+
+
+# Parameters do not depend on the quantization: counted from shapes alone, without
+# choosing a type per tensor (the model picker sorts every model by size at start-up).
+param_count: ByIdentity[ModelSpec, ParamCount] = ByIdentity(_count_of)
+
+
 def _layout_from_rows(g: Geometry, rows: list[_Row], quant: str) -> WeightsLayout:
     blocks = [0] * g.n_layer
     experts = [0] * g.n_layer
     input_b = output_b = 0
-    n_params = n_expert_params = 0
     types: dict[str, int] = {}
     for t in rows:
         b = _pad(t.n_bytes)
         types[t.type] = types.get(t.type, 0) + t.n_bytes
-        n_params += t.n_elements
         if t.group is TensorGroup.INPUT:
             input_b += b
         elif t.group is TensorGroup.OUTPUT or t.layer is None:
@@ -233,16 +275,12 @@ def _layout_from_rows(g: Geometry, rows: list[_Row], quant: str) -> WeightsLayou
             blocks[t.layer] += b
             if t.expert:
                 experts[t.layer] += b
-                n_expert_params += t.n_elements
     tied = not any(t.name == "output.weight" for t in rows)
     embd = next((t for t in rows if t.name == "token_embd.weight"), None)
     # Tied: llama.cpp loads the token table a second time as the head (TENSOR_DUPLICATED);
     # it costs memory only where the head is not the memory-mapped file itself.
     tied_head = _pad(embd.n_bytes) if tied and embd is not None else 0
-    frac = g.n_expert_used / g.n_expert if g.n_expert else 1.0
-    active = n_params - n_expert_params + round(n_expert_params * frac)
-    if embd is not None:
-        active -= embd.n_elements  # a lookup, not a matmul: one row is read per token
+    params = _param_count(g, ((t.name, t.n_elements, t.group, t.layer, t.expert) for t in rows))
     return WeightsLayout(
         quant=quant,
         input_bytes=input_b,
@@ -250,9 +288,9 @@ def _layout_from_rows(g: Geometry, rows: list[_Row], quant: str) -> WeightsLayou
         tied_head_bytes=tied_head,
         block_bytes=tuple(blocks),
         block_expert_bytes=tuple(experts),
-        expert_fraction_active=frac,
-        n_params=n_params,
-        n_active_params=max(active, 0),
+        expert_fraction_active=g.n_expert_used / g.n_expert if g.n_expert else 1.0,
+        n_params=params.total,
+        n_active_params=params.active,
         tensor_types=types,
     )
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.units import tokens
-from rigspark_gui.core.weights import weights_layout
+from rigspark_gui.core.weights import param_count
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -21,12 +21,10 @@ SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
 def describe(spec: ModelSpec) -> str:
     """'Qwen2.5 32B Instruct  ·  32.8B  ·  32K ctx' (params counted from the weights)."""
     g = spec.geometry
-    quant = spec.available_quants[0]
-    n = weights_layout(spec, quant).n_params
+    n, active = param_count(spec)
     size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
     bits = [spec.name, size]
     if g.is_moe:
-        active = weights_layout(spec, quant).n_active_params
         bits.append(f"MoE {g.n_expert_used}/{g.n_expert}, {active / 1e9:.1f}B active")
     bits.append(f"{tokens(g.context_length)} ctx")
     if spec.imported:
@@ -94,9 +92,7 @@ class ModelPicker(QComboBox):
             header = QStandardItem(f"— {family} —")
             header.setFlags(Qt.ItemFlag.NoItemFlags)
             self._items.appendRow(header)
-            for s in sorted(
-                by_family[family], key=lambda x: weights_layout(x, x.available_quants[0]).n_params
-            ):
+            for s in sorted(by_family[family], key=lambda x: param_count(x).total):
                 text = describe(s)
                 item = QStandardItem(text)
                 item.setData(s.id, ID_ROLE)

@@ -57,3 +57,22 @@ def test_moe_active_parameters() -> None:
     assert all(e > 0 for e in layout.block_expert_bytes)
     assert layout.expert_fraction_active == 0.25
     assert layout.n_active_params < layout.n_params / 2
+
+
+def test_parameter_counts_from_shapes_match_the_layouts() -> None:
+    """The picker sorts by parameters without choosing a type per tensor: same count."""
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.model_spec import ModelSpec
+    from rigspark_gui.core.weights import param_count
+
+    for spec in load_catalog().specs():
+        for quant in (spec.available_quants[0], spec.available_quants[-1]):
+            layout = weights_layout(spec, quant)
+            assert param_count(spec) == (layout.n_params, layout.n_active_params), spec.id
+    moe = next(s for s in load_catalog().specs() if s.geometry.is_moe)
+    tensors = synthesize_tensors(moe.geometry, "Q4_K_M")
+    imported = ModelSpec(
+        id="file", name="file", geometry=moe.geometry, tensors=tensors, file_quant="Q4_K_M"
+    )
+    assert param_count(imported) == param_count(moe)
+    assert param_count(moe).active < param_count(moe).total
