@@ -110,7 +110,7 @@ class DeviceTally:
         "shortfall_bytes",
         "usable_bytes",
         "weights_bytes",
-    )  # fmt: skip
+    )
 
     def __init__(
         self, device: str, weights: int, kv: int, compute: int, reserve: int, capacity: int
