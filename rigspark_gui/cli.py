@@ -85,6 +85,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--model-file", metavar="PATH", type=Path, help="a .gguf, an HF config.json or its folder"
     )
     p.add_argument("--quant", help="fixed quantization (default: the best that fits)")
+    _add_setting_args(p)
+
+
+def _add_setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
     p.add_argument("--context", type=_context, default=8192, help="tokens, e.g. 8192 or 32k")
     p.add_argument("--kv-k", default="f16", help="K cache type (f16, q8_0, q4_0 ...)")
@@ -119,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p_place)
     p_place.add_argument("--ngl", type=_non_negative, help="llama.cpp -ngl (default: the plan's)")
     p_place.add_argument("--tensor-split", type=_split, help="llama.cpp --tensor-split, e.g. 3,1")
+    p_rank = sub.add_parser(
+        "rank", help="every catalog model on this rig: what fits, best first, and how fast"
+    )
+    _add_setting_args(p_rank)
+    p_rank.add_argument("--family", help="only this family (substring)")
+    p_rank.set_defaults(quant=None)
     p_models = sub.add_parser("models", help="list the catalog")
     p_models.add_argument("--json", action="store_true")
     p_models.add_argument("--family", help="only this family (substring)")
@@ -290,6 +300,37 @@ def cmd_place(args: argparse.Namespace) -> int:
     return EXIT_FITS if fits else EXIT_NO_FIT
 
 
+def cmd_rank(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.core.ranking import Verdict, rank_models
+
+    catalog = load_catalog()
+    for err in catalog.errors:
+        print(f"{PROG}: warning: {err}", file=sys.stderr)
+    family = (args.family or "").lower()
+    specs = [e.to_spec() for e in catalog.entries if family in e.family.lower()]
+    if not specs:
+        raise UsageError(f"no catalog model in family {args.family!r}")
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    rows = rank_models(specs, rig, s, load_perf())
+    if args.json:
+        _emit(
+            {
+                "schema_version": 1,
+                "rig_name": rig.name,
+                "settings": s.model_dump(mode="json"),
+                "models": [r.model_dump(mode="json") for r in rows],
+            }
+        )
+    else:
+        from rigspark_gui.report.text import format_ranking
+
+        print(format_ranking(rows, rig.name, s))
+    return EXIT_FITS if any(r.verdict is not Verdict.NO for r in rows) else EXIT_NO_FIT
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.models import load_catalog
 
@@ -377,6 +418,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 COMMANDS = {
     "plan": cmd_plan,
     "place": cmd_place,
+    "rank": cmd_rank,
     "models": cmd_models,
     "detect": cmd_detect,
     "gpus": cmd_gpus,

@@ -22,6 +22,7 @@ from rigspark_gui.core.paths import (
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.units import gib
 from rigspark_gui.core.weights import param_count
 
 # Below this many tokens per second (the low end of the estimate) a chat feels slow:
@@ -117,7 +118,7 @@ def rank_model(
         return RankedModel(
             **base, verdict=Verdict.NO, path=None, quant=smallest.quant,
             required_bytes=smallest.trial.m.required, low_tok_s=None, high_tok_s=None,
-            note=f"needs {smallest.trial.m.shortfall:,} B more on {smallest.path}",
+            note=f"needs {gib(smallest.trial.m.shortfall)} more on {smallest.path}",
         )  # fmt: skip
     t = path_decode(best, rig, settings, perf)
     slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S

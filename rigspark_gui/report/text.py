@@ -5,6 +5,8 @@ from __future__ import annotations
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.ranking import RankedModel, Verdict
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import gib, human_bytes, tok_s_range, tokens
 
 
@@ -36,14 +38,17 @@ def path_summary(p: PathPlan) -> str:
     return text
 
 
-def format_plan(plan: Plan) -> str:
-    s = plan.settings
+def settings_line(s: PlanSettings, unified_memory: bool = False) -> str:
     kv = s.kv_k.value if s.kv_k == s.kv_v else f"K {s.kv_k.value} / V {s.kv_v.value}"
-    head = (
-        f"Plan for {plan.model_name} ({tokens(s.context)} context, KV {kv}, "
+    return (
+        f"{tokens(s.context)} context, KV {kv}, "
         f"flash attention {'on' if s.flash_attn else 'off'}, {s.parallel} seq, "
-        f"{s.backend.value}{', unified memory' if plan.unified_memory else ''})"
+        f"{s.backend.value}{', unified memory' if unified_memory else ''}"
     )
+
+
+def format_plan(plan: Plan) -> str:
+    head = f"Plan for {plan.model_name} ({settings_line(plan.settings, plan.unified_memory)})"
     lines = [head, ""]
     for note in plan.notes:
         lines.append(f"Note: {note}")
@@ -94,4 +99,29 @@ def format_placement(placement: Placement) -> str:
     for u in placement.units:
         if u.experts_device is not None:
             lines.append(f"  {u.unit} experts -> {u.experts_device}")
+    return "\n".join(lines)
+
+
+VERDICT_WORDS = {Verdict.FITS: "fits", Verdict.SLOW: "slow", Verdict.NO: "no"}
+
+
+def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> str:
+    """The catalog ranked for one rig: what runs, best first, then what does not."""
+    lines = [f"Catalog on {rig_name or 'this rig'} ({settings_line(s)})", ""]
+    lines.append(
+        f"  {'':<5} {'model':<40} {'params':>7}  {'path':<11} {'quant':<7} "
+        f"{'memory':>9}  {'decode':<15} note"
+    )
+    for r in rows:
+        params = f"{r.params / 1e9:.1f}B" if r.params >= 1e9 else f"{r.params / 1e6:.0f}M"
+        speed = tok_s_range(r.low_tok_s, r.high_tok_s) if r.verdict is not Verdict.NO else "-"
+        memory = gib(r.required_bytes) if r.required_bytes else "-"
+        lines.append(
+            f"  {VERDICT_WORDS[r.verdict]:<5} {r.model_id:<40} {params:>7}  "
+            f"{(r.path.value if r.path else '-'):<11} {(r.quant or '-'):<7} {memory:>9}  "
+            f"{speed:<15} {r.note}".rstrip()
+        )
+    fits = sum(1 for r in rows if r.verdict is Verdict.FITS)
+    slow = sum(1 for r in rows if r.verdict is Verdict.SLOW)
+    lines += ["", f"{fits} of {len(rows)} models fit; {slow} more fit but run slowly."]
     return "\n".join(lines)

@@ -238,3 +238,43 @@ def test_whole_process_prints_no_traceback_on_a_pipe_close() -> None:
         check=False,
     )
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+
+
+def test_rank_lists_the_catalog_best_first(capsys) -> None:
+    code, out, err = run(capsys, "rank", "--rig", str(RIG), "--family", "llama 3.1")
+    assert code == 0, err
+    lines = [line.split() for line in out.splitlines() if line.startswith("  fits", 0)]
+    assert lines and lines[0][1] == "llama-3.1-70b-instruct"  # biggest that fits first
+    assert "llama-3.1-405b-instruct" in out and "needs" in out and "GiB more" in out
+    assert out.rstrip().endswith("run slowly.")
+
+
+def test_rank_json_matches_the_plan_of_each_model(capsys) -> None:
+    code, out, _ = run(capsys, "rank", "--rig", str(RIG), "--context", "16k", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema_version"] == 1 and data["settings"]["context"] == 16384
+    row = next(r for r in data["models"] if r["model_id"] == "qwen2.5-32b-instruct")
+    assert set(row) >= {"verdict", "path", "quant", "required_bytes", "low_tok_s", "high_tok_s"}
+    code, out, _ = run(
+        capsys, "plan", "--model", "qwen2.5-32b-instruct", "--rig", str(RIG),
+        "--context", "16k", "--json",
+    )  # fmt: skip
+    planned = json.loads(out)
+    best = next(p for p in planned["paths"] if p["path"] == planned["recommended"])
+    assert (row["path"], row["quant"], row["required_bytes"]) == (
+        best["path"],
+        best["quant"],
+        best["required_bytes"],
+    )
+
+
+def test_rank_exit_codes(capsys, tmp_path) -> None:
+    tiny = tmp_path / "tiny.json"
+    tiny.write_text(json.dumps({"schema_version": 1, "ram_total_bytes": 2**28}))
+    code, out, _ = run(capsys, "rank", "--rig", str(tiny), "--family", "llama 3.1")
+    assert code == 1 and "0 of 3 models fit" in out
+    code, _, err = run(capsys, "rank", "--rig", str(RIG), "--family", "nope")
+    assert code == 2 and err.count("\n") == 1 and "no catalog model" in err
+    code, _, err = run(capsys, "rank", "--rig", str(RIG), "--quant", "Q4_K_M")
+    assert code == 2 and err.count("\n") == 1
