@@ -7,6 +7,7 @@ never the only signal.
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS, SEGMENT_LABELS, FitChart, SpeedChart
 
@@ -36,10 +37,29 @@ class _Plot(QWidget):
         self.plot.hideButtons()
         self.plot.setLabel("bottom", x_label)
         self.plot.showGrid(x=True, y=False, alpha=0.2)
+        # the key sits above the plot, never over a bar, curve or limit label
+        self.legend_label = QLabel(self)
+        self.legend_label.setTextFormat(Qt.TextFormat.RichText)
+        self.legend_label.setWordWrap(True)
+        self.legend_label.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.legend_label)
         layout.addWidget(self.plot)
         self._apply_palette()
+
+    def set_legend(self, entries: list[tuple[str, str, bool]]) -> None:
+        """(colour, label, dashed outline) per entry, as a line of swatches."""
+        parts = []
+        for colour, label, dashed in entries:
+            swatch = "┅" if dashed else "■"
+            parts.append(
+                f'<span style="color:{colour}; font-size:large">{swatch}</span>&nbsp;'
+                f"{html.escape(label)}"
+            )
+        self.legend_label.setText("&nbsp;&nbsp;&nbsp;".join(parts))
+        self.legend_label.setVisible(bool(entries))
 
     def changeEvent(self, event: QEvent) -> None:
         # follow the system's light/dark switch while running
@@ -124,10 +144,8 @@ class FitChartWidget(_Plot):
         super().__init__("GiB", parent)
         self.spec: FitChart | None = None
         self._pool = _ItemPool(self.plot)
-        self.legend = self.plot.addLegend(offset=(-10, -10), labelTextColor=self._fg)
-        for role in ("weights", "kv", "compute", "reserve", "shortfall"):
-            sample = pg.BarGraphItem(x0=[0], width=[0], y=[0], height=0, **self._style(role))
-            self.legend.addItem(sample, SEGMENT_LABELS[role])
+        roles = ("weights", "kv", "compute", "reserve", "shortfall")
+        self.set_legend([(COLOURS[r], SEGMENT_LABELS[r], r == "shortfall") for r in roles])
 
     @staticmethod
     def _style(role: str) -> dict[str, object]:
@@ -187,6 +205,8 @@ class SpeedChartWidget(_Plot):
         super().__init__("decode tok/s", parent)
         self.spec: SpeedChart | None = None
         self._pool = _ItemPool(self.plot)
+        # also keeps its rows level with the fit chart's, which has a key line too
+        self.set_legend([(COLOURS["speed"], "estimated range, slow to fast end", False)])
 
     def show_chart(self, spec: SpeedChart) -> None:
         self.spec = spec

@@ -37,24 +37,27 @@ class KvChartWidget(_Plot):
         super().__init__("context (tokens)", parent)
         self.plot.setLogMode(x=True, y=False)
         self.plot.setLabel("left", "GiB")
-        self.legend = self.plot.addLegend(offset=(10, 10), labelTextColor=self._fg)
         self.spec: KvChart | None = None
 
     def show_chart(self, spec: KvChart) -> None:
         self.spec = spec
         self.plot.clear()
-        self.legend.clear()
+        legend = []
         for curve, colour in zip(spec.curves, CURVE_COLOURS, strict=False):
-            item = self.plot.plot(
-                list(curve.contexts), list(curve.gib), pen=pg.mkPen(colour, width=2)
-            )
-            self.legend.addItem(item, f"KV {curve.label}")
+            self.plot.plot(list(curve.contexts), list(curve.gib), pen=pg.mkPen(colour, width=2))
+            legend.append((colour, f"KV {curve.label}", False))
+        self.set_legend(legend)
         top = max((c.contexts[-1] for c in spec.curves), default=256)
         ticks, n = [], 256
         while n <= top:
             ticks.append((math.log10(n), tokens(n)))
             n *= 4
         self.plot.getAxis("bottom").setTicks([ticks, []])
+        values = [v for c in spec.curves for v in c.gib] + [line.gib for line in spec.limits]
+        if values:
+            # room above the top limit line for its label
+            lo, hi = min(values), max(values)
+            self.plot.setYRange(lo - 0.04 * (hi - lo), hi + 0.1 * (hi - lo), padding=0)
         for line in spec.limits:
             inf = pg.InfiniteLine(
                 pos=line.gib,

@@ -72,6 +72,10 @@ def test_type_a_model_and_see_its_paths(qtbot, window) -> None:
     assert fit.rows[0].status == "over"
     assert any(s.role == "shortfall" for s in fit.rows[0].segments)
     assert "runs on the" in window.paths_tab.summary.text()
+    # the chart keys sit above the plots, so they never hide a bar or its label
+    key = window.paths_tab.fit_chart.legend_label
+    assert all(w in key.text() for w in ("Weights", "KV cache", "Compute buffer", "Shortfall"))
+    assert not key.isHidden() and key.geometry().bottom() <= window.paths_tab.fit_chart.plot.y()
 
 
 def test_context_slider_and_presets_replan(qtbot, window) -> None:
@@ -112,6 +116,7 @@ def test_kv_table_applies_a_row(qtbot, window) -> None:
     assert window.session.settings.kv_k is KvCacheType.Q8_0
     assert window.session.settings.kv_v is KvCacheType.Q8_0
     assert window.kv_tab.chart.spec is not None and window.kv_tab.chart.spec.curves
+    assert "KV q8_0" in window.kv_tab.chart.legend_label.text()
 
 
 def test_catalog_ranks_and_opens(qtbot, window) -> None:
