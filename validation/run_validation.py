@@ -364,6 +364,8 @@ def write_report(data: dict[str, Any], rows: list[Row], path: Path = DOC) -> Non
         "- CPU compute buffer: the KQ mask (f32, f16 with flash attention) lives through the",
         "  whole graph, on top of the largest of the score, FFN and logits phases; constants",
         "  fitted on these cases (`core/compute_buffer.py: _cpu_compute_bytes`).",
+        "- GPU compute buffers are checked against published llama.cpp CUDA logs instead:",
+        "  [validation-gpu.md](validation-gpu.md).",
         "",
         "## Decode speed",
         "",

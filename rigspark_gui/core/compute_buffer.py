@@ -1,14 +1,17 @@
 """Compute (scratch) buffer per device, an estimate of ggml-alloc's peak.
 
 llama.cpp reserves the graph for min(n_ctx, n_ubatch) tokens against the full KV.
-The peak is the largest of three phases, each plus the activations alive beside it:
-- attention: without flash attention the f32 score matrix 4 * n_kv * n_tokens * n_head;
-  with it the f16 mask 2 * n_kv * n_tokens and the f32 output;
-- the FFN's gate and up activations, 2 * 4 * n_ff * n_tokens;
-- on the device holding the output head, the logits tile 4 * n_vocab * n_tokens.
-The activation term (six f32 rows of n_embd per token) matches llama.cpp's CUDA buffers
-for Llama-3-8B at 8K context: 560 MiB without flash attention, 258.5 MiB with it. The
-host keeps three such rows per token for the hand-off when layers are offloaded.
+On a GPU the peak is the largest of three phases, each with what stays alive beside it
+(an f32 row is 4 * n_embd * n_tokens bytes):
+- attention without flash attention: the f32 scores 4 * n_kv * n_tokens * n_head, the
+  f32 KQ mask 4 * n_kv * n_tokens and four rows (six where Q, K and V come out of one
+  fused matrix); with flash attention the f16 mask, the output and the same rows;
+- the FFN: gate and up activations 2 * 4 * n_ff * n_tokens beside three rows;
+- on the device holding the output head, the logits 4 * n_vocab * n_tokens and a row.
+These reproduce llama.cpp's CUDA0 compute buffer to the MiB in ten published full-offload
+logs (Llama, Mistral, Qwen2, GPT-NeoX; 512 to 81920 cells; flash attention on and off;
+tests/core/test_compute_buffer.py). The pinned host buffer holds the input row and the
+f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 """
 
 from __future__ import annotations
@@ -16,9 +19,14 @@ from __future__ import annotations
 from rigspark_gui.core.kv_cache import kv_cells_per_stream
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.weights import FUSED_QKV_ARCHS
 
-_ACT_ROWS = 6
-_HOST_ROWS = 3
+# f32 rows of n_embd per token alive beside the attention scores (fused QKV: more) and
+# beside the FFN activations, fitted on llama.cpp's CUDA logs (see the module docstring)
+_ATTN_ROWS = 4
+_FUSED_QKV_ATTN_ROWS = 6
+_FFN_ROWS = 3
+_VLLM_ACT_ROWS = 6
 # CPU backend (fitted, see _cpu_compute_bytes): f32 rows of n_embd per token alive beside
 # the FFN activations (7.0 measured at n_embd 512) and beside the attention scores (5.5).
 _CPU_FFN_ROWS = 7
@@ -40,24 +48,30 @@ def device_compute_bytes(
         return 0
     if s.backend is Backend.VLLM:
         t = _VLLM_BATCH_TOKENS
-        return 4 * t * (g.n_embd * _ACT_ROWS + 2 * max(g.n_ff, g.n_ff_expert)) + (
+        return 4 * t * (g.n_embd * _VLLM_ACT_ROWS + 2 * max(g.n_ff, g.n_ff_expert)) + (
             4 * g.n_vocab * 256 if has_output else 0
         )
     if cpu:
         return _cpu_compute_bytes(g, s, layers, has_output)
     t = n_graph_tokens(s)
-    act = 4 * g.n_embd * t * _ACT_ROWS
+    row = 4 * g.n_embd * t
     peak = 0
     if layers:
         n_kv = max(kv_cells_per_stream(g, il, s) for il in layers)
+        rows = _FUSED_QKV_ATTN_ROWS if g.architecture in FUSED_QKV_ARCHS else _ATTN_ROWS
         if s.flash_attn:
-            attn = 2 * n_kv * (-(-t // 64) * 64) + 4 * g.head_dim_v * g.n_head * t
+            attn = 2 * n_kv * _pad(t, 64) + 4 * g.head_dim_v * g.n_head * t + rows * row
         else:
-            attn = 4 * n_kv * t * g.n_head
-        peak = max(attn, 2 * 4 * _ffn_width(g) * t) + act
+            attn = 4 * n_kv * t * g.n_head + 4 * n_kv * t + rows * row
+        ffn = 2 * 4 * _ffn_width(g) * t + _FFN_ROWS * row
+        peak = max(attn, ffn)
     if has_output:
-        peak = max(peak, 4 * g.n_vocab * t + 4 * g.n_embd * t)
+        peak = max(peak, 4 * g.n_vocab * t + row)
     return peak
+
+
+def _pad(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
 
 
 def _ffn_width(g: Geometry) -> int:
@@ -101,5 +115,8 @@ def output_buffer_bytes(g: Geometry, s: PlanSettings) -> int:
 
 
 def host_compute_bytes(g: Geometry, s: PlanSettings) -> int:
-    """The CPU-side staging buffer when any layer runs on a GPU."""
-    return 4 * g.n_embd * n_graph_tokens(s) * _HOST_ROWS
+    """The pinned host buffer when layers run on a GPU: the input embeddings row and the
+    f32 KQ mask (built on the host even for flash attention, which casts it on the GPU)."""
+    t = n_graph_tokens(s)
+    n_kv = max((kv_cells_per_stream(g, il, s) for il in range(g.n_layer)), default=0)
+    return 4 * g.n_embd * t + 4 * n_kv * t

@@ -25,7 +25,8 @@ from rigspark_gui.core.quant_recipe import RecipeContext, choose_type, quantizab
 
 GGUF_ALIGNMENT = 32  # general.alignment default: every tensor's data starts on it
 _UNGATED_FFN = frozenset({"falcon", "starcoder2", "gpt2", "phi2", "bloom", "mpt"})
-_FUSED_QKV = frozenset({"phi3", "falcon", "bloom", "mpt", "gpt2", "phi2"})
+# Q, K and V from one attn_qkv matrix
+FUSED_QKV_ARCHS = frozenset({"phi3", "falcon", "bloom", "mpt", "gpt2", "phi2", "gptneox"})
 _QKV_BIAS = frozenset({"qwen2", "qwen2moe", "starcoder2", "falcon", "gpt-oss"})
 _QK_NORM = frozenset({"qwen3", "qwen3moe", "gemma3", "olmo2", "olmoe", "cohere2", "glm4moe"})
 _POST_NORMS = frozenset({"gemma2", "gemma3", "olmo2", "glm4"})
@@ -92,7 +93,7 @@ def _block_tensors(g: Geometry, il: int) -> list[tuple[str, tuple[int, ...]]]:
         ]
     elif kv > 0:
         q, k, v = g.n_head * hk, kv * hk, kv * hv
-        if arch in _FUSED_QKV:
+        if arch in FUSED_QKV_ARCHS:
             out.append((p + "attn_qkv.weight", (e, q + k + v)))
         else:
             out += [
