@@ -10,7 +10,8 @@ On a GPU the peak is the largest of three phases, each with what stays alive bes
 - on the device holding the output head, the logits 4 * n_vocab * n_tokens and a row.
 These reproduce llama.cpp's CUDA0 compute buffer to the MiB in ten published full-offload
 logs (Llama, Mistral, Qwen2, GPT-NeoX; 512 to 81920 cells; flash attention on and off;
-tests/core/test_compute_buffer.py). The pinned host buffer holds the input row and the
+tests/core/test_compute_buffer.py), and with pipeline parallelism (several GPUs) the
+per-device buffers of three more. The pinned host buffer holds the input row and the
 f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 """
 
@@ -34,6 +35,7 @@ _CPU_ATTN_ROWS = 6
 # vLLM profiles a peak activation before sizing its KV pool; its sampler and
 # activations at max_num_batched_tokens (8192 by default in V1) dominate.
 _VLLM_BATCH_TOKENS = 8192
+PIPELINE_COPIES = 4
 
 
 def n_graph_tokens(s: PlanSettings) -> int:
@@ -41,9 +43,18 @@ def n_graph_tokens(s: PlanSettings) -> int:
 
 
 def device_compute_bytes(
-    g: Geometry, s: PlanSettings, layers: list[int], has_output: bool, cpu: bool = False
+    g: Geometry,
+    s: PlanSettings,
+    layers: list[int],
+    has_output: bool,
+    cpu: bool = False,
+    copies: int = 1,
 ) -> int:
-    """Peak scratch bytes on a device that runs `layers` (and the head if `has_output`)."""
+    """Peak scratch bytes on a device that runs `layers` (and the head if `has_output`).
+
+    `copies` > 1: llama.cpp's pipeline parallelism (see `pipeline_copies`) keeps that
+    many copies of each input the device receives (the activation row and the f32 KQ
+    mask) for the whole graph, beside the peak phase."""
     if not layers and not has_output:
         return 0
     if s.backend is Backend.VLLM:
@@ -56,18 +67,34 @@ def device_compute_bytes(
     t = n_graph_tokens(s)
     row = 4 * g.n_embd * t
     peak = 0
+    inputs = row  # the activations (or embeddings) the device receives
     if layers:
         n_kv = max(kv_cells_per_stream(g, il, s) for il in layers)
+        mask = 4 * n_kv * t
+        inputs += mask
         rows = _FUSED_QKV_ATTN_ROWS if g.architecture in FUSED_QKV_ARCHS else _ATTN_ROWS
         if s.flash_attn:
             attn = 2 * n_kv * _pad(t, 64) + 4 * g.head_dim_v * g.n_head * t + rows * row
         else:
-            attn = 4 * n_kv * t * g.n_head + 4 * n_kv * t + rows * row
+            # a single copy of the mask lives through the attention; pipeline copies
+            # are counted with the inputs below
+            attn = 4 * n_kv * t * g.n_head + (mask if copies == 1 else 0) + rows * row
         ffn = 2 * 4 * _ffn_width(g) * t + _FFN_ROWS * row
         peak = max(attn, ffn)
     if has_output:
         peak = max(peak, 4 * g.n_vocab * t + row)
-    return peak
+    return peak + (copies * inputs if copies > 1 else 0)
+
+
+def pipeline_copies(gpu_vendors_seen: int, all_on_gpus: bool, s: PlanSettings) -> int:
+    """Input copies llama.cpp's scheduler keeps per device: 4 (GGML_SCHED_MAX_COPIES)
+    with pipeline parallelism, which llama-context.cpp turns on when the backend sees
+    more than one GPU, every layer and the head are offloaded, layers are split (not
+    rows), KV is offloaded and no -ot override is given, on devices with async compute
+    and events (CUDA and HIP). `gpu_vendors_seen`: GPUs of that backend in the machine,
+    used or not (a --tensor-split of 0 still counts a device)."""
+    pp = s.backend.ggml_based and gpu_vendors_seen > 1 and all_on_gpus
+    return PIPELINE_COPIES if pp else 1
 
 
 def _pad(n: int, multiple: int) -> int:
@@ -114,9 +141,10 @@ def output_buffer_bytes(g: Geometry, s: PlanSettings) -> int:
     return 4 * g.n_vocab * s.parallel
 
 
-def host_compute_bytes(g: Geometry, s: PlanSettings) -> int:
+def host_compute_bytes(g: Geometry, s: PlanSettings, copies: int = 1) -> int:
     """The pinned host buffer when layers run on a GPU: the input embeddings row and the
-    f32 KQ mask (built on the host even for flash attention, which casts it on the GPU)."""
+    f32 KQ mask (built on the host even for flash attention, which casts it on the GPU);
+    with pipeline parallelism `copies` of the mask, a graph input."""
     t = n_graph_tokens(s)
     n_kv = max((kv_cells_per_stream(g, il, s) for il in range(g.n_layer)), default=0)
-    return 4 * g.n_embd * t + 4 * n_kv * t
+    return 4 * g.n_embd * t + copies * 4 * n_kv * t

@@ -28,6 +28,7 @@ from rigspark_gui.core.placement import (
     HEADROOM,
     device_capacity,
     gpu_device,
+    input_copies,
     llama_cpp_ranges,
 )
 from rigspark_gui.core.rig import Rig
@@ -145,7 +146,7 @@ class _Shape:
     def __init__(self, g: Geometry, s: PlanSettings) -> None:
         self.full_cells, self.swa_cells = _cells(g, s)
         self.output_buffer = output_buffer_bytes(g, s)
-        self.compute: dict[tuple[int, bool, bool, bool], int] = {}
+        self.compute: dict[tuple[int, bool, bool, bool, int], int] = {}
 
 
 _shapes_of: ByIdentity[Geometry, dict[tuple[object, ...], _Shape]] = ByIdentity(lambda _: {})
@@ -178,6 +179,7 @@ class FitContext:
         self.output_buffer = shape.output_buffer
         self._compute_cache = shape.compute
         self._capacity: dict[str, tuple[int, int]] = {}
+        self._copies: dict[tuple[str, ...], int] = {}
 
     def device_capacity(self, device: str) -> tuple[int, int]:
         value = self._capacity.get(device)
@@ -185,20 +187,36 @@ class FitContext:
             value = self._capacity[device] = device_capacity(self.rig, device)
         return value
 
-    def compute(self, rep: int, full: bool, has_output: bool, cpu: bool, host: bool) -> int:
+    def compute(
+        self, rep: int, full: bool, has_output: bool, cpu: bool, host: bool, copies: int = 1
+    ) -> int:
         """device_compute_bytes of a device whose layers `rep` represents (-1: none; a
         full-attention layer if `full`, else a sliding one), cached by what it depends
-        on: full attention, sliding only or no layer; the head; the host role. Every
-        full-attention layer holds the same cells, and so does every sliding one."""
+        on: full attention, sliding only or no layer; the head; the host role; pipeline
+        copies. Every full-attention layer holds the same cells, and so does every
+        sliding one."""
         kind = 0 if rep < 0 else (2 if full else 1)
-        key = (kind, has_output, cpu, host)
+        key = (kind, has_output, cpu, host, copies)
         value = self._compute_cache.get(key)
         if value is None:
             reps = [rep] if rep >= 0 else []
-            value = device_compute_bytes(self.g, self.s, reps, has_output, cpu=cpu)
+            value = device_compute_bytes(
+                self.g, self.s, reps, has_output, cpu=cpu, copies=1 if cpu else copies
+            )
             if host:
-                value = max(value, host_compute_bytes(self.g, self.s))
+                value = max(value, host_compute_bytes(self.g, self.s, copies))
             self._compute_cache[key] = value
+        return value
+
+    def copies(self, ranges: Sequence[tuple[str, int, int]]) -> int:
+        """Pipeline copies for a llama.cpp-shaped placement (no -ot rules by construction).
+        llama.cpp allocates them if they fit and otherwise retries without them
+        (llama-context.cpp, sched_reserve), so callers fall back to 1 when they do not."""
+        key = tuple(d for d, _, _ in ranges)
+        value = self._copies.get(key)
+        if value is None:
+            used = set(key)
+            value = self._copies[key] = input_copies(self.rig, used, CPU not in used, self.s)
         return value
 
 
@@ -277,15 +295,23 @@ class FitEvaluator:
             if not any_gpu:
                 head -= self._repack.unmapped_bytes  # CPU only: weights[CPU] holds it
         acc[out_dev][0] += head
-        result: dict[str, DeviceTally] = {}
         compute, capacity_of = self._compute, self._device_capacity
-        for d, (weights, kv, rep, full) in acc.items():
-            cpu = d == CPU
-            c = compute(rep, full == 1, d == out_dev, cpu, cpu and any_gpu)
-            if cpu:
-                c += self.ctx.output_buffer
-            capacity, reserve = capacity_of(d)
-            result[d] = DeviceTally(d, weights, kv, c, reserve, capacity)
+
+        def build(copies: int) -> dict[str, DeviceTally]:
+            result: dict[str, DeviceTally] = {}
+            for d, (weights, kv, rep, full) in acc.items():
+                cpu = d == CPU
+                c = compute(rep, full == 1, d == out_dev, cpu, cpu and any_gpu, copies)
+                if cpu:
+                    c += self.ctx.output_buffer
+                capacity, reserve = capacity_of(d)
+                result[d] = DeviceTally(d, weights, kv, c, reserve, capacity)
+            return result
+
+        copies = self.ctx.copies(ranges)
+        result = build(copies)
+        if copies > 1 and not all(t.fits for d, t in result.items() if d != CPU):
+            result = build(1)  # llama.cpp retries without pipeline parallelism
         return result
 
     def read_bytes(self, ranges: Sequence[tuple[str, int, int]], depth: int) -> dict[str, float]:
@@ -332,7 +358,8 @@ class FitEvaluator:
         head = layout.output_bytes + layout.tied_head_bytes
 
         def gpus_fit(ngl: int) -> bool:
-            # the GPU side of tally_ranges only: this search runs for every quant tried
+            # the GPU side of tally_ranges only: this search runs for every quant tried.
+            # Without pipeline copies: llama.cpp drops them when they do not fit.
             for d, lo, end in llama_cpp_ranges(n, ngl, split, gpu_ids):
                 if d == CPU:
                     continue
@@ -377,6 +404,7 @@ class FitEvaluator:
                 break
             capacity, reserve = self._device_capacity(gpu_device(gid))
             rep = self._t.first_full[lo] if lo < n else lo
+            # without pipeline copies, which llama.cpp drops when they do not fit
             compute = device_compute_bytes(self.g, self.s, [min(rep, n - 1)], False)
             budget = (capacity - reserve) * (1 - HEADROOM) - compute
             hi = bisect.bisect_right(costs, costs[lo] + budget) - 1

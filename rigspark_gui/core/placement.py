@@ -21,11 +21,13 @@ from rigspark_gui.core.compute_buffer import (
     device_compute_bytes,
     host_compute_bytes,
     output_buffer_bytes,
+    pipeline_copies,
 )
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.kv_cache import kv_bytes_per_layer
+from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import Frozen, Geometry
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 from rigspark_gui.core.weights import RepackBytes, WeightsLayout
 
@@ -262,6 +264,31 @@ def kv_devices(placement: Placement, s: PlanSettings) -> list[str]:
     return [base[u.index] if u.has_attention else u.device for u in blocks]
 
 
+def input_copies(rig: Rig, used: Iterable[str], all_on_gpus: bool, s: PlanSettings) -> int:
+    """compute_buffer.pipeline_copies for a placement on the GPUs `used`: llama.cpp's
+    CUDA or HIP backend sees every GPU of that vendor in the machine."""
+    if not all_on_gpus or not s.backend.ggml_based:
+        return 1
+    first = next((d for d in used if d != CPU), None)
+    if first is None:
+        return 1
+    vendor = rig.gpus[int(first.split(":")[1])].vendor
+    if vendor not in (Vendor.NVIDIA, Vendor.AMD):
+        return 1
+    return pipeline_copies(_discrete_per_vendor(rig).get(vendor, 0), all_on_gpus, s)
+
+
+def _count_discrete(rig: Rig) -> dict[Vendor, int]:
+    counts: dict[Vendor, int] = {}
+    for g in rig.gpus:
+        if not g.unified:
+            counts[g.vendor] = counts.get(g.vendor, 0) + 1
+    return counts
+
+
+_discrete_per_vendor: ByIdentity[Rig, dict[Vendor, int]] = ByIdentity(_count_discrete, 64)
+
+
 def auto_place(
     g: Geometry,
     rig: Rig,
@@ -372,6 +399,51 @@ def _repack_on_cpu(repack: RepackBytes, u: UnitPlacement) -> int:
     return experts if u.experts_device == CPU else total - experts
 
 
+def _loads(
+    placement: Placement,
+    g: Geometry,
+    rig: Rig,
+    s: PlanSettings,
+    weights: dict[str, int],
+    kv_b: dict[str, int],
+    units: dict[str, list[str]],
+    layers_on: dict[str, list[int]],
+    output_dev: str,
+    copies: int,
+) -> tuple[DeviceLoad, ...]:
+    any_gpu = any(u.device != CPU for u in placement.units)
+    loads = []
+    for d in placement.devices:
+        if d not in weights:
+            continue
+        compute = device_compute_bytes(
+            g, s, layers_on[d], output_dev == d, cpu=d == CPU, copies=1 if d == CPU else copies
+        )
+        if d == CPU and any_gpu:
+            compute = max(compute, host_compute_bytes(g, s, copies))
+        if d == CPU:
+            compute += output_buffer_bytes(g, s)
+        capacity, reserve = device_capacity(rig, d)
+        # an idle GPU is not initialised by the backend: no context, no reserve
+        reserve_used = 0 if d != CPU and not units[d] else reserve
+        total = weights[d] + kv_b[d] + compute + reserve_used
+        loads.append(
+            DeviceLoad(
+                device=d,
+                name=device_name(rig, d),
+                units=tuple(units[d]),
+                weights_bytes=weights[d],
+                kv_bytes=kv_b[d],
+                compute_bytes=compute,
+                reserve_bytes=reserve_used,
+                total_bytes=total,
+                capacity_bytes=capacity,
+                verdict=verdict(total, capacity, reserve_used),
+            )
+        )
+    return tuple(loads)
+
+
 def device_loads(
     placement: Placement,
     g: Geometry,
@@ -418,37 +490,22 @@ def device_loads(
             kv_b[kv_dev[il]] += kv[il]
             layers_on[u.device].append(il)
     any_gpu = any(u.device != CPU for u in placement.units)
+    # pipeline parallelism needs every slot on a GPU and no -ot rule (an expert kept
+    # apart, or a block off its -ngl/--tensor-split base)
+    slots = [u for u in placement.units if u.unit != INPUT]
+    plain = all(u.experts_device in (None, u.device) for u in slots)
+    all_on_gpus = plain and all(u.device != CPU for u in slots)
+    if all_on_gpus:
+        all_on_gpus = llama_base(placement).slots == [u.device for u in slots]
+    copies = input_copies(rig, {u.device for u in slots}, all_on_gpus, s)
     if (
         cpu_repack is not None
         and not any_gpu
         and all(u.experts_device in (None, CPU) for u in placement.units)
     ):
         weights[CPU] -= cpu_repack.unmapped_bytes
-    loads = []
-    for d in placement.devices:
-        if d not in weights:
-            continue
-        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d, cpu=d == CPU)
-        if d == CPU and any_gpu:
-            compute = max(compute, host_compute_bytes(g, s))
-        if d == CPU:
-            compute += output_buffer_bytes(g, s)
-        capacity, reserve = device_capacity(rig, d)
-        # an idle GPU is not initialised by the backend: no context, no reserve
-        reserve_used = 0 if d != CPU and not units[d] else reserve
-        total = weights[d] + kv_b[d] + compute + reserve_used
-        loads.append(
-            DeviceLoad(
-                device=d,
-                name=device_name(rig, d),
-                units=tuple(units[d]),
-                weights_bytes=weights[d],
-                kv_bytes=kv_b[d],
-                compute_bytes=compute,
-                reserve_bytes=reserve_used,
-                total_bytes=total,
-                capacity_bytes=capacity,
-                verdict=verdict(total, capacity, reserve_used),
-            )
-        )
-    return tuple(loads)
+    loads = _loads(placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, copies)
+    if copies > 1 and any(x.verdict is not Verdict.FITS for x in loads if x.device != CPU):
+        # llama.cpp retries without pipeline parallelism when its copies do not fit
+        loads = _loads(placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, 1)
+    return loads

@@ -10,13 +10,21 @@ buffer also holds a few KiB of small inputs). Sources, all single-GPU full offlo
 - Llama 3.2 3B and Llama 3.1 8B: ollama/ollama issues #8310 and #9352; those builds kept
   one unified KV stream, so n_kv is the whole context (planned here as one sequence).
 - DeepSeek-R1-Distill-Qwen-32B: ggml-org/llama.cpp issue #11861, flash attention on.
+Two GPUs with pipeline parallelism ("pipeline parallelism enabled (n_copies=4)"):
+- DeepSeek-R1-Distill-Qwen-32B on 2x RTX 4090, 33 + 31 layers: ollama/ollama issue #9068.
+- A Command-R v01 geometry (40 layers, 64 heads, no GQA, 256000 vocab) on an RTX 4070 Ti
+  and an RTX 3090 Ti, first device: ggml-org/llama.cpp PR #6122.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from rigspark_gui.core.compute_buffer import device_compute_bytes, host_compute_bytes
+from rigspark_gui.core.compute_buffer import (
+    PIPELINE_COPIES,
+    device_compute_bytes,
+    host_compute_bytes,
+)
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import PlanSettings
 
@@ -60,3 +68,29 @@ def test_full_offload_matches_llama_cpp_cuda_logs(
     device = device_compute_bytes(g, s, list(range(g.n_layer)), has_output=True)
     assert device / MIB == pytest.approx(device_mib, abs=0.005)
     assert host_compute_bytes(g, s) / MIB == pytest.approx(host_mib, abs=0.02)
+
+
+COMMAND_R = _g("command-r", 40, 8192, 64, 64, 128, 256000, 22528)
+
+PIPELINE_CASES = [
+    # geometry, n_ctx, layers on the device, holds the head, CUDAn MiB
+    (QWEN_32B, 2048, 33, False, 256.01),
+    (QWEN_32B, 2048, 31, True, 363.02),
+    (COMMAND_R, 4096, 12, False, 672.01),
+]
+
+
+@pytest.mark.parametrize(("g", "n_ctx", "n_layers", "head", "device_mib"), PIPELINE_CASES)
+def test_pipeline_parallel_devices_match_llama_cpp_cuda_logs(
+    g: Geometry, n_ctx: int, n_layers: int, head: bool, device_mib: float
+) -> None:
+    """Each device keeps four copies of the activation row and the KQ mask it receives."""
+    s = PlanSettings(context=n_ctx)
+    device = device_compute_bytes(g, s, list(range(n_layers)), head, copies=PIPELINE_COPIES)
+    assert device / MIB == pytest.approx(device_mib, abs=0.02)
+
+
+def test_pipeline_parallel_host_buffer() -> None:
+    """ollama #9068: CUDA_Host compute 26.02 MiB: the input row and four mask copies."""
+    s = PlanSettings(context=2048)
+    assert host_compute_bytes(QWEN_32B, s, PIPELINE_COPIES) / MIB == pytest.approx(26.02, abs=0.03)

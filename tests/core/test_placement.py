@@ -9,6 +9,8 @@ from rigspark_gui.core.fit import FitEvaluator
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.placement import (
     CPU,
+    HEADROOM,
+    Verdict,
     auto_place,
     device_loads,
     kv_devices,
@@ -231,3 +233,51 @@ def test_decode_reads_a_moved_layers_kv_from_where_it_stays() -> None:
     layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
     reads = bytes_read_per_token(moved, LLAMA_31_8B, layout, s, 8192)
     assert reads[CPU] == layout.block_bytes[10]  # its weights only (the input is a lookup)
+
+
+def _gpu_compute(p, rig, s) -> dict[str, int]:
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    return {d.device: d.compute_bytes for d in device_loads(p, LLAMA_31_8B, layout, rig, s)}
+
+
+def test_pipeline_copies_only_where_llama_cpp_turns_them_on() -> None:
+    """llama.cpp keeps 4 copies of each device's inputs (activation row, f32 KQ mask)
+    when it sees several GPUs and everything is offloaded without -ot; one GPU, a layer
+    on the CPU or an -ot rule turn it off."""
+    s = PlanSettings(context=8192)
+    row, mask, scores = 4 * 4096 * 512, 4 * 8192 * 512, 4 * 8192 * 512 * 32
+    single = scores + mask + 4 * row  # the attention phase with one copy of the mask
+    piped = scores + 4 * row + 4 * (row + mask)
+    rig1, rig2 = make_rig(1), make_rig(2)
+    assert _gpu_compute(auto_place(LLAMA_31_8B, rig1, s), rig1, s)["gpu:0"] == single
+    both = _gpu_compute(auto_place(LLAMA_31_8B, rig2, s), rig2, s)
+    assert both["gpu:0"] == both["gpu:1"] == piped
+    # a lone GPU on a two-GPU machine (--tensor-split N,0) still has both devices seen
+    lone = _gpu_compute(auto_place(LLAMA_31_8B, rig2, s, tensor_split=[1, 0]), rig2, s)
+    assert lone["gpu:0"] == piped
+    partial = auto_place(LLAMA_31_8B, rig2, s, ngl=20)
+    overridden = move_layers(auto_place(LLAMA_31_8B, rig2, s), ["blk.3"], "gpu:1")
+    for p in (partial, overridden):
+        gpus = {d: c for d, c in _gpu_compute(p, rig2, s).items() if d != CPU}
+        assert set(gpus.values()) == {single}, gpus
+
+
+def test_without_room_for_pipeline_copies_llama_cpp_runs_without_them() -> None:
+    """llama.cpp retries without pipeline parallelism when its copies do not fit
+    (llama-context.cpp); the plan counts what it then allocates, and both tallies agree."""
+    s = PlanSettings(context=8192)
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    roomy = make_rig(2)
+    p = auto_place(LLAMA_31_8B, roomy, s, tensor_split=[1, 1])
+    piped = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, roomy, s)}
+    extra = 4 * (4 * 4096 * 512 + 4 * 8192 * 512) - 4 * 8192 * 512
+    # GPUs just big enough without the copies (5 % headroom), not with them
+    need = max(piped[d].total_bytes - piped[d].reserve_bytes for d in ("gpu:0", "gpu:1"))
+    size = piped["gpu:0"].reserve_bytes + int((need - extra // 2) / (1 - HEADROOM))
+    gpus = tuple(g.model_copy(update={"memory_total_bytes": size}) for g in roomy.gpus)
+    tight = roomy.model_copy(update={"gpus": gpus})
+    loads = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, tight, s)}
+    assert loads["gpu:0"].compute_bytes == piped["gpu:0"].compute_bytes - extra
+    assert all(x.verdict is not Verdict.OVER for x in loads.values())
+    fast = FitEvaluator(LLAMA_31_8B, layout, tight, s).llama_cpp_tally(33, [0, 1], [1, 1])
+    assert fast["gpu:0"].compute_bytes == loads["gpu:0"].compute_bytes
