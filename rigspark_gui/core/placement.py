@@ -98,6 +98,11 @@ class DeviceLoad(Frozen):
     total_bytes: int
     capacity_bytes: int
     verdict: Verdict
+    input_copies: int = Field(
+        default=1,
+        description="copies of its inputs llama.cpp keeps for pipeline parallelism "
+        "(counted in compute_bytes); 1 when it is off",
+    )
 
     @property
     def required_bytes(self) -> int:
@@ -439,6 +444,7 @@ def _loads(
                 total_bytes=total,
                 capacity_bytes=capacity,
                 verdict=verdict(total, capacity, reserve_used),
+                input_copies=copies if units[d] or d == CPU else 1,
             )
         )
     return tuple(loads)

@@ -33,11 +33,17 @@ def load_text(load: DeviceLoad) -> str:
 
 
 def load_tooltip(load: DeviceLoad) -> str:
-    return (
+    text = (
         f"{load.name}\nweights {gib(load.weights_bytes, 2)}\nKV cache {gib(load.kv_bytes, 2)}\n"
         f"compute buffer {gib(load.compute_bytes, 2)}\nreserve {gib(load.reserve_bytes, 2)}\n"
         f"total {gib(load.total_bytes, 2)} of {gib(load.capacity_bytes, 2)}"
     )
+    if load.input_copies > 1:
+        text += (
+            f"\nThe compute buffer holds {load.input_copies} copies of this device's inputs:"
+            "\nllama.cpp's pipeline parallelism across GPUs (dropped if it does not fit)"
+        )
+    return text
 
 
 class _Bar(QWidget):

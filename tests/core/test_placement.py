@@ -252,6 +252,9 @@ def test_pipeline_copies_only_where_llama_cpp_turns_them_on() -> None:
     assert _gpu_compute(auto_place(LLAMA_31_8B, rig1, s), rig1, s)["gpu:0"] == single
     both = _gpu_compute(auto_place(LLAMA_31_8B, rig2, s), rig2, s)
     assert both["gpu:0"] == both["gpu:1"] == piped
+    layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
+    loads = device_loads(auto_place(LLAMA_31_8B, rig2, s), LLAMA_31_8B, layout, rig2, s)
+    assert [x.input_copies for x in loads] == [4, 4, 4]  # cpu (host mask), gpu:0, gpu:1
     # a lone GPU on a two-GPU machine (--tensor-split N,0) still has both devices seen
     lone = _gpu_compute(auto_place(LLAMA_31_8B, rig2, s, tensor_split=[1, 0]), rig2, s)
     assert lone["gpu:0"] == piped

@@ -179,3 +179,10 @@ def test_a_dragged_layer_leaves_its_kv_where_llama_cpp_keeps_it(tab: LayersTab) 
     assert (_kv_line(tab, "gpu:0"), _kv_line(tab, CPU)) == (gpu_kv, cpu_kv)
     assert tab.lane(CPU).bar.toolTip() != cpu_tip  # its weights did move
     assert f"{layer} (KV on gpu:0)" in tab.command_notes.text()
+
+
+def test_tooltip_explains_pipeline_copies(tab: LayersTab) -> None:
+    """Two GPUs with everything offloaded: llama.cpp's pipeline copies are named."""
+    assert "pipeline parallelism" in tab.lane("gpu:0").bar.toolTip()
+    assert _drop(tab, [tab.lane_model("gpu:0").unit_ids()[0]], CPU)  # a layer on the CPU
+    assert "pipeline parallelism" not in tab.lane("gpu:0").bar.toolTip()
