@@ -35,6 +35,7 @@ _CPU_ATTN_ROWS = 6
 # vLLM profiles a peak activation before sizing its KV pool; its sampler and
 # activations at max_num_batched_tokens (8192 by default in V1) dominate.
 _VLLM_BATCH_TOKENS = 8192
+# ggml-backend.cpp GGML_SCHED_MAX_COPIES: input copies per device under pipeline parallelism
 PIPELINE_COPIES = 4
 
 
@@ -86,14 +87,14 @@ def device_compute_bytes(
     return peak + (copies * inputs if copies > 1 else 0)
 
 
-def pipeline_copies(gpu_vendors_seen: int, all_on_gpus: bool, s: PlanSettings) -> int:
+def pipeline_copies(gpus_seen: int, all_on_gpus: bool, s: PlanSettings) -> int:
     """Input copies llama.cpp's scheduler keeps per device: 4 (GGML_SCHED_MAX_COPIES)
     with pipeline parallelism, which llama-context.cpp turns on when the backend sees
     more than one GPU, every layer and the head are offloaded, layers are split (not
     rows), KV is offloaded and no -ot override is given, on devices with async compute
-    and events (CUDA and HIP). `gpu_vendors_seen`: GPUs of that backend in the machine,
-    used or not (a --tensor-split of 0 still counts a device)."""
-    pp = s.backend.ggml_based and gpu_vendors_seen > 1 and all_on_gpus
+    and events (CUDA and HIP). `gpus_seen`: GPUs of that backend in the machine, used
+    or not (a --tensor-split of 0 still counts a device)."""
+    pp = s.backend.ggml_based and gpus_seen > 1 and all_on_gpus
     return PIPELINE_COPIES if pp else 1
 
 
