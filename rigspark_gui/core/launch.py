@@ -196,11 +196,60 @@ def llama_layout(placement: Placement) -> LlamaLayout:
     )
 
 
-def _named(layout: LlamaLayout, prefix: str) -> tuple[Override, ...]:
+# llama.cpp counts every GPU its backend sees: an unused one still gets a context, and
+# with two seen it turns on pipeline parallelism (4 input copies per device) even when
+# the split gives one of them nothing. Commands show llama.cpp only the GPUs they use.
+_VISIBLE_ENV = {"CUDA": "CUDA_VISIBLE_DEVICES", "ROCm": "HIP_VISIBLE_DEVICES"}
+
+
+def visible_gpus(placement: Placement, rig: Rig, prefix: str) -> list[int] | None:
+    """Rig indices of the GPUs a llama.cpp command shows, or None for all of them."""
+    used = sorted(
+        {
+            int(d.split(":")[1])
+            for u in placement.units
+            for d in (u.device, u.experts_device)
+            if d is not None and d != CPU
+        }
+    )
+    if prefix not in _VISIBLE_ENV or not used or len(used) == len(rig.gpus):
+        return None
+    return used
+
+
+def _local(device: str, visible: Sequence[int] | None) -> str:
+    """A placement device as the backend numbers it when only `visible` GPUs are shown."""
+    if device == CPU or visible is None:
+        return device
+    return gpu_device(visible.index(int(device.split(":")[1])))
+
+
+def _named(
+    layout: LlamaLayout, prefix: str, visible: Sequence[int] | None = None
+) -> tuple[Override, ...]:
     """Overrides carry placement devices until here; llama.cpp wants buffer names."""
     return tuple(
-        Override(pattern=o.pattern, buffer=buffer_name(o.buffer, prefix)) for o in layout.overrides
+        Override(pattern=o.pattern, buffer=buffer_name(_local(o.buffer, visible), prefix))
+        for o in layout.overrides
     )
+
+
+def _visible_split(layout: LlamaLayout, visible: Sequence[int] | None) -> tuple[int, ...] | None:
+    """--tensor-split over the GPUs shown (none needed for one)."""
+    if layout.tensor_split is None or visible is None:
+        return layout.tensor_split
+    if len(visible) == 1:
+        return None
+    return tuple(layout.tensor_split[i] for i in visible)
+
+
+def _device_env(
+    rig: Rig, prefix: str, visible: Sequence[int] | None
+) -> tuple[tuple[str, str], ...]:
+    env = list(_cuda_env(rig, prefix))
+    if visible is not None:
+        env.append((_VISIBLE_ENV[prefix], ",".join(str(i) for i in visible)))
+    return tuple(env)
 
 
 _NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers", "--gpulayers")
@@ -278,6 +327,14 @@ def _first_match(overrides: Sequence[Override], tensor: str) -> str | None:
     return None
 
 
+def visible_from_env(env: Sequence[tuple[str, str]]) -> list[int] | None:
+    """Rig GPU indices a CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES setting shows."""
+    for key, value in env:
+        if key in _VISIBLE_ENV.values():
+            return [int(x) for x in value.split(",") if x.strip()]
+    return None
+
+
 def apply_llama_args(
     g: Geometry,
     rig: Rig,
@@ -285,8 +342,26 @@ def apply_llama_args(
     ngl: int | None,
     tensor_split: Sequence[float] | None,
     overrides: Sequence[Override],
+    visible: Sequence[int] | None = None,
 ) -> Placement:
-    """The placement llama.cpp makes of these flags: its -ngl/split rule, then -ot."""
+    """The placement llama.cpp makes of these flags: its -ngl/split rule, then -ot.
+    `visible`: the rig GPUs the backend was shown (buffer names and the split count
+    only those)."""
+    if visible is not None:
+        shown = list(visible)
+        split = list(tensor_split) if tensor_split is not None else [1.0] * len(shown)
+        full = [0.0] * len(rig.gpus)
+        for k, i in enumerate(shown):
+            full[i] = split[k]
+        tensor_split = full
+
+        def to_rig(o: Override) -> Override:
+            m = _BUFT_RE.match(o.buffer)
+            if m is None:
+                return o  # CPU (or an unknown name, refused later)
+            return Override(pattern=o.pattern, buffer=f"{m.group(1)}{shown[int(m.group(2))]}")
+
+        overrides = [to_rig(o) for o in overrides]
     base = auto_place(g, rig, s, ngl=ngl, tensor_split=tensor_split)
     units = []
     for u in base.units:
@@ -395,11 +470,13 @@ def llama_server_command(
     except InvalidPlacementError as err:
         return _refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
+    visible = visible_gpus(placement, rig, prefix)
     argv = ["llama-server", "-m", model_path or default_model_file(spec, quant)]
     argv += ["-c", str(s.context), "-ngl", str(layout.ngl)]
-    if layout.tensor_split is not None:
-        argv += ["--tensor-split", ",".join(str(c) for c in layout.tensor_split)]
-    for o in _named(layout, prefix):
+    split = _visible_split(layout, visible)
+    if split is not None:
+        argv += ["--tensor-split", ",".join(str(c) for c in split)]
+    for o in _named(layout, prefix, visible):
         argv += ["-ot", o.arg]
     argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
     argv += ["-fa", "on" if s.flash_attn else "off", "-np", str(s.parallel)]
@@ -407,7 +484,7 @@ def llama_server_command(
         argv += ["-ub", str(s.n_ubatch)]
     if s.swa_full:
         argv.append("--swa-full")
-    env = _cuda_env(rig, prefix)
+    env = _device_env(rig, prefix, visible)
     notes = [*_kv_note(layout)]
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
@@ -440,22 +517,24 @@ def koboldcpp_command(
     except InvalidPlacementError as err:
         return _refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
+    visible = visible_gpus(placement, rig, prefix)
     argv = ["koboldcpp", "--model", model_path or default_model_file(spec, quant)]
     if prefix in ("CUDA", "ROCm"):
         argv.append("--usecublas")
     elif prefix == "Vulkan" or prefix == "SYCL":
         argv.append("--usevulkan")
     argv += ["--contextsize", str(s.context), "--gpulayers", str(layout.ngl)]
-    if layout.tensor_split is not None:
-        argv += ["--tensor_split", *(str(c) for c in layout.tensor_split)]
-    named = _named(layout, "Vulkan" if prefix == "SYCL" else prefix)
+    split = _visible_split(layout, visible)
+    if split is not None:
+        argv += ["--tensor_split", *(str(c) for c in split)]
+    named = _named(layout, "Vulkan" if prefix == "SYCL" else prefix, visible)
     if named:
         argv += ["--overridetensors", ",".join(o.arg for o in named)]
     if s.flash_attn:
         argv.append("--flashattention")
     if s.kv_k is not KvCacheType.F16:
         argv += ["--quantkv", str(_KOBOLD_QUANTKV[s.kv_k])]
-    env = _cuda_env(rig, prefix)
+    env = _device_env(rig, prefix, visible)
     return LaunchCommand(
         engine=engine,
         supported=True,

@@ -270,17 +270,17 @@ def kv_devices(placement: Placement, s: PlanSettings) -> list[str]:
 
 
 def input_copies(rig: Rig, used: Iterable[str], all_on_gpus: bool, s: PlanSettings) -> int:
-    """compute_buffer.pipeline_copies for a placement on the GPUs `used`: llama.cpp's
-    CUDA or HIP backend sees every GPU of that vendor in the machine."""
+    """compute_buffer.pipeline_copies for a placement on the GPUs `used`. Only CUDA and
+    HIP builds have the async compute and events it needs; the launch commands show
+    llama.cpp the GPUs they use and no others (launch.visible_gpus), so those are the
+    GPUs it sees."""
     if not all_on_gpus or not s.backend.ggml_based:
         return 1
-    first = next((d for d in used if d != CPU), None)
-    if first is None:
+    vendors = set(_discrete_per_vendor(rig))
+    if vendors not in ({Vendor.NVIDIA}, {Vendor.AMD}):
         return 1
-    vendor = rig.gpus[int(first.split(":")[1])].vendor
-    if vendor not in (Vendor.NVIDIA, Vendor.AMD):
-        return 1
-    return pipeline_copies(_discrete_per_vendor(rig).get(vendor, 0), all_on_gpus, s)
+    seen = sum(1 for d in set(used) if d != CPU)
+    return pipeline_copies(seen, all_on_gpus, s)
 
 
 def _count_discrete(rig: Rig) -> dict[Vendor, int]:

@@ -9,11 +9,13 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import (
     Engine,
     apply_llama_args,
+    koboldcpp_command,
     launch_command,
     launch_commands,
     llama_server_command,
     ollama_command,
     parse_llama_args,
+    visible_from_env,
     vllm_command,
 )
 from rigspark_gui.core.model_spec import ModelSpec
@@ -45,7 +47,7 @@ def _round_trip(p: Placement, rig: Rig, s: PlanSettings = S, g=LLAMA_31_8B) -> P
     cmd = llama_server_command(p, spec_of(g), "Q4_K_M", s, rig)
     assert cmd.supported, cmd.explanation
     ngl, split, overrides = parse_llama_args(shlex.split(cmd.text)[1:])
-    return apply_llama_args(g, rig, s, ngl, split, overrides)
+    return apply_llama_args(g, rig, s, ngl, split, overrides, visible_from_env(cmd.env))
 
 
 def test_single_gpu_full_offload(llama8b: ModelSpec) -> None:
@@ -250,3 +252,26 @@ def test_round_trip_through_llama_cpp_rule(
     if experts:
         p = move_experts(p, [f"blk.{i}" for i in experts], CPU)
     assert _round_trip(p, rig, g=MOE) == p
+
+
+def test_unused_gpus_are_hidden_from_llama_cpp(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    """A GPU llama.cpp sees gets a context, and two seen turn on pipeline copies: a
+    command shows it only the GPUs the placement uses, numbered as the backend sees them."""
+    only_second = auto_place(LLAMA_31_8B, rig2x3090, S, tensor_split=[0.0, 1.0])
+    cmd = llama_server_command(only_second, llama8b, "Q4_K_M", S, rig2x3090)
+    assert dict(cmd.env) == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
+    assert "--tensor-split" not in cmd.argv
+    assert cmd.text.startswith("CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1 llama-")
+    moved = move_layers(only_second, ["blk.3"], CPU)
+    rules = [a for a in llama_server_command(moved, llama8b, "Q4_K_M", S, rig2x3090).argv]
+    assert r"^blk\.3\.=CPU" in rules
+    moved_back = move_layers(moved, ["output"], CPU)
+    argv = llama_server_command(moved_back, llama8b, "Q4_K_M", S, rig2x3090).argv
+    assert "^output=CPU" in argv
+    assert _round_trip(moved_back, rig2x3090) == moved_back
+    kobold = koboldcpp_command(only_second, llama8b, "Q4_K_M", S, rig2x3090)
+    assert dict(kobold.env)["CUDA_VISIBLE_DEVICES"] == "1" and "--tensor_split" not in kobold.argv
+    both = auto_place(LLAMA_31_8B, rig2x3090, S)
+    assert "CUDA_VISIBLE_DEVICES" not in dict(
+        llama_server_command(both, llama8b, "Q4_K_M", S, rig2x3090).env
+    )

@@ -242,8 +242,8 @@ def _gpu_compute(p, rig, s) -> dict[str, int]:
 
 def test_pipeline_copies_only_where_llama_cpp_turns_them_on() -> None:
     """llama.cpp keeps 4 copies of each device's inputs (activation row, f32 KQ mask)
-    when it sees several GPUs and everything is offloaded without -ot; one GPU, a layer
-    on the CPU or an -ot rule turn it off."""
+    when it sees several GPUs and everything is offloaded without -ot; one GPU in use, a
+    layer on the CPU or an -ot rule turn it off."""
     s = PlanSettings(context=8192)
     row, mask, scores = 4 * 4096 * 512, 4 * 8192 * 512, 4 * 8192 * 512 * 32
     single = scores + mask + 4 * row  # the attention phase with one copy of the mask
@@ -255,9 +255,9 @@ def test_pipeline_copies_only_where_llama_cpp_turns_them_on() -> None:
     layout = weights_layout(spec_of(LLAMA_31_8B), "Q4_K_M")
     loads = device_loads(auto_place(LLAMA_31_8B, rig2, s), LLAMA_31_8B, layout, rig2, s)
     assert [x.input_copies for x in loads] == [4, 4, 4]  # cpu (host mask), gpu:0, gpu:1
-    # a lone GPU on a two-GPU machine (--tensor-split N,0) still has both devices seen
+    # one GPU of two: the launch command hides the other, so llama.cpp sees one
     lone = _gpu_compute(auto_place(LLAMA_31_8B, rig2, s, tensor_split=[1, 0]), rig2, s)
-    assert lone["gpu:0"] == piped
+    assert lone["gpu:0"] == single
     partial = auto_place(LLAMA_31_8B, rig2, s, ngl=20)
     overridden = move_layers(auto_place(LLAMA_31_8B, rig2, s), ["blk.3"], "gpu:1")
     for p in (partial, overridden):
