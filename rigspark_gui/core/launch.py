@@ -203,7 +203,7 @@ _VISIBLE_ENV = {"CUDA": "CUDA_VISIBLE_DEVICES", "ROCm": "HIP_VISIBLE_DEVICES"}
 
 
 def visible_gpus(placement: Placement, rig: Rig, prefix: str) -> list[int] | None:
-    """Rig indices of the GPUs a llama.cpp command shows, or None for all of them."""
+    """Rig indices of the GPUs a llama.cpp command shows (maybe none), or None for all."""
     used = sorted(
         {
             int(d.split(":")[1])
@@ -212,8 +212,10 @@ def visible_gpus(placement: Placement, rig: Rig, prefix: str) -> list[int] | Non
             if d is not None and d != CPU
         }
     )
-    if prefix not in _VISIBLE_ENV or not used or len(used) == len(rig.gpus):
+    if prefix not in _VISIBLE_ENV or not rig.gpus or len(used) == len(rig.gpus):
         return None
+    # none for a CPU-only placement: llama.cpp would otherwise run large batches on a
+    # GPU it can see, with a compute buffer there that the plan does not count
     return used
 
 
@@ -238,7 +240,7 @@ def _visible_split(layout: LlamaLayout, visible: Sequence[int] | None) -> tuple[
     """--tensor-split over the GPUs shown (none needed for one)."""
     if layout.tensor_split is None or visible is None:
         return layout.tensor_split
-    if len(visible) == 1:
+    if len(visible) <= 1:
         return None
     return tuple(layout.tensor_split[i] for i in visible)
 
@@ -347,6 +349,8 @@ def apply_llama_args(
     """The placement llama.cpp makes of these flags: its -ngl/split rule, then -ot.
     `visible`: the rig GPUs the backend was shown (buffer names and the split count
     only those)."""
+    if visible is not None and not visible:
+        ngl, tensor_split, visible = 0, None, None  # no GPU shown: all on the CPU
     if visible is not None:
         shown = list(visible)
         split = list(tensor_split) if tensor_split is not None else [1.0] * len(shown)

@@ -275,3 +275,14 @@ def test_unused_gpus_are_hidden_from_llama_cpp(llama8b: ModelSpec, rig2x3090: Ri
     assert "CUDA_VISIBLE_DEVICES" not in dict(
         llama_server_command(both, llama8b, "Q4_K_M", S, rig2x3090).env
     )
+
+
+def test_a_cpu_placement_hides_the_gpus(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    """With a GPU in sight llama.cpp runs large batches on it (and allocates a compute
+    buffer there) even at -ngl 0: the CPU path's command shows it none."""
+    cpu = auto_place(LLAMA_31_8B, rig2x3090, S, ngl=0)
+    cmd = llama_server_command(cpu, llama8b, "Q4_K_M", S, rig2x3090)
+    assert dict(cmd.env)["CUDA_VISIBLE_DEVICES"] == ""
+    assert "CUDA_VISIBLE_DEVICES='' llama-server" in cmd.text
+    assert _flag(cmd.argv, "-ngl") == "0" and "--tensor-split" not in cmd.argv
+    assert _round_trip(cpu, rig2x3090) == cpu
