@@ -490,6 +490,11 @@ def llama_server_command(
         argv.append("--swa-full")
     env = _device_env(rig, prefix, visible)
     notes = [*_kv_note(layout)]
+    if visible == []:
+        notes.append(
+            "the GPUs are hidden: in sight of one, llama.cpp runs prompt batches on it "
+            "(faster prefill, but a GPU compute buffer this plan does not count)"
+        )
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
     return _accept(engine, argv, env, notes)

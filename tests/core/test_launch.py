@@ -285,4 +285,5 @@ def test_a_cpu_placement_hides_the_gpus(llama8b: ModelSpec, rig2x3090: Rig) -> N
     assert dict(cmd.env)["CUDA_VISIBLE_DEVICES"] == ""
     assert "CUDA_VISIBLE_DEVICES='' llama-server" in cmd.text
     assert _flag(cmd.argv, "-ngl") == "0" and "--tensor-split" not in cmd.argv
+    assert any("GPUs are hidden" in n for n in cmd.notes)
     assert _round_trip(cpu, rig2x3090) == cpu
