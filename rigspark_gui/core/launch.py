@@ -26,6 +26,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -236,22 +237,34 @@ def _named(
     )
 
 
-def _visible_split(layout: LlamaLayout, visible: Sequence[int] | None) -> tuple[int, ...] | None:
-    """--tensor-split over the GPUs shown (none needed for one)."""
-    if layout.tensor_split is None or visible is None:
-        return layout.tensor_split
-    if len(visible) <= 1:
-        return None
-    return tuple(layout.tensor_split[i] for i in visible)
+class _Devices(NamedTuple):
+    """How a llama.cpp-family command addresses the rig's GPUs."""
+
+    split: tuple[int, ...] | None  # --tensor-split over the GPUs shown
+    overrides: tuple[Override, ...]  # -ot rules with buffer names as the backend sees them
+    env: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
 
 
-def _device_env(
-    rig: Rig, prefix: str, visible: Sequence[int] | None
-) -> tuple[tuple[str, str], ...]:
+def _devices(
+    placement: Placement, layout: LlamaLayout, rig: Rig, prefix: str, buffers: str
+) -> _Devices:
+    """Show llama.cpp only the GPUs the placement uses; number the split and the -ot
+    buffers (named with the `buffers` prefix) as its backend then sees them."""
+    visible = visible_gpus(placement, rig, prefix)
+    split = layout.tensor_split
+    if split is not None and visible is not None:
+        split = tuple(split[i] for i in visible) if len(visible) > 1 else None
     env = list(_cuda_env(rig, prefix))
+    notes = list(_kv_note(layout))
     if visible is not None:
         env.append((_VISIBLE_ENV[prefix], ",".join(str(i) for i in visible)))
-    return tuple(env)
+        if not visible:
+            notes.append(
+                "the GPUs are hidden: in sight of one, llama.cpp runs prompt batches on it "
+                "(faster prefill, but a GPU compute buffer this plan does not count)"
+            )
+    return _Devices(split, _named(layout, buffers, visible), tuple(env), tuple(notes))
 
 
 _NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers", "--gpulayers")
@@ -474,13 +487,12 @@ def llama_server_command(
     except InvalidPlacementError as err:
         return _refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
-    visible = visible_gpus(placement, rig, prefix)
+    dev = _devices(placement, layout, rig, prefix, prefix)
     argv = ["llama-server", "-m", model_path or default_model_file(spec, quant)]
     argv += ["-c", str(s.context), "-ngl", str(layout.ngl)]
-    split = _visible_split(layout, visible)
-    if split is not None:
-        argv += ["--tensor-split", ",".join(str(c) for c in split)]
-    for o in _named(layout, prefix, visible):
+    if dev.split is not None:
+        argv += ["--tensor-split", ",".join(str(c) for c in dev.split)]
+    for o in dev.overrides:
         argv += ["-ot", o.arg]
     argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
     argv += ["-fa", "on" if s.flash_attn else "off", "-np", str(s.parallel)]
@@ -488,16 +500,10 @@ def llama_server_command(
         argv += ["-ub", str(s.n_ubatch)]
     if s.swa_full:
         argv.append("--swa-full")
-    env = _device_env(rig, prefix, visible)
-    notes = [*_kv_note(layout)]
-    if visible == []:
-        notes.append(
-            "the GPUs are hidden: in sight of one, llama.cpp runs prompt batches on it "
-            "(faster prefill, but a GPU compute buffer this plan does not count)"
-        )
+    notes = list(dev.notes)
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
-    return _accept(engine, argv, env, notes)
+    return _accept(engine, argv, dev.env, notes)
 
 
 def koboldcpp_command(
@@ -526,32 +532,22 @@ def koboldcpp_command(
     except InvalidPlacementError as err:
         return _refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
-    visible = visible_gpus(placement, rig, prefix)
+    dev = _devices(placement, layout, rig, prefix, "Vulkan" if prefix == "SYCL" else prefix)
     argv = ["koboldcpp", "--model", model_path or default_model_file(spec, quant)]
     if prefix in ("CUDA", "ROCm"):
         argv.append("--usecublas")
     elif prefix == "Vulkan" or prefix == "SYCL":
         argv.append("--usevulkan")
     argv += ["--contextsize", str(s.context), "--gpulayers", str(layout.ngl)]
-    split = _visible_split(layout, visible)
-    if split is not None:
-        argv += ["--tensor_split", *(str(c) for c in split)]
-    named = _named(layout, "Vulkan" if prefix == "SYCL" else prefix, visible)
-    if named:
-        argv += ["--overridetensors", ",".join(o.arg for o in named)]
+    if dev.split is not None:
+        argv += ["--tensor_split", *(str(c) for c in dev.split)]
+    if dev.overrides:
+        argv += ["--overridetensors", ",".join(o.arg for o in dev.overrides)]
     if s.flash_attn:
         argv.append("--flashattention")
     if s.kv_k is not KvCacheType.F16:
         argv += ["--quantkv", str(_KOBOLD_QUANTKV[s.kv_k])]
-    env = _device_env(rig, prefix, visible)
-    return LaunchCommand(
-        engine=engine,
-        supported=True,
-        argv=tuple(argv),
-        env=env,
-        text=_shell(env, argv),
-        notes=_kv_note(layout),
-    )
+    return _accept(engine, argv, dev.env, dev.notes)
 
 
 def _simple_layout(engine: Engine, placement: Placement) -> LlamaLayout | LaunchCommand:

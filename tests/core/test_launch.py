@@ -287,3 +287,6 @@ def test_a_cpu_placement_hides_the_gpus(llama8b: ModelSpec, rig2x3090: Rig) -> N
     assert _flag(cmd.argv, "-ngl") == "0" and "--tensor-split" not in cmd.argv
     assert any("GPUs are hidden" in n for n in cmd.notes)
     assert _round_trip(cpu, rig2x3090) == cpu
+    kobold = koboldcpp_command(cpu, llama8b, "Q4_K_M", S, rig2x3090)
+    assert dict(kobold.env)["CUDA_VISIBLE_DEVICES"] == ""
+    assert any("GPUs are hidden" in n for n in kobold.notes)
