@@ -25,7 +25,6 @@ from rigspark_gui.core.compute_buffer import (
 )
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.kv_cache import kv_bytes_per_layer
-from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import Frozen, Geometry
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
@@ -256,16 +255,20 @@ def llama_base(placement: Placement) -> LlamaBase:
     return best[1]
 
 
-def kv_devices(placement: Placement, s: PlanSettings) -> list[str]:
+def kv_devices(
+    placement: Placement, s: PlanSettings, base: Sequence[str] | None = None
+) -> list[str]:
     """The device holding each block's KV cache. llama.cpp allocates a layer's cache on
     the device -ngl/--tensor-split gives the layer (llama-kv-cache.cpp:
     `model.dev_layer(il)`), not where -ot moves its weights: a block dragged off its
-    base device leaves its KV behind. Other engines keep it with the block."""
+    base device leaves its KV behind. Other engines keep it with the block. `base`:
+    `llama_base(placement).slots`, when the caller has it already."""
     blocks = placement.blocks
     inp = next((u for u in placement.units if u.unit == INPUT), None)
     if not s.backend.ggml_based or inp is None or inp.device != CPU:
         return [u.device for u in blocks]
-    base = llama_base(placement).slots
+    if base is None:
+        base = llama_base(placement).slots
     return [base[u.index] if u.has_attention else u.device for u in blocks]
 
 
@@ -274,24 +277,10 @@ def input_copies(rig: Rig, used: Iterable[str], all_on_gpus: bool, s: PlanSettin
     HIP builds have the async compute and events it needs; the launch commands show
     llama.cpp the GPUs they use and no others (launch.visible_gpus), so those are the
     GPUs it sees."""
-    if not all_on_gpus or not s.backend.ggml_based:
-        return 1
-    vendors = set(_discrete_per_vendor(rig))
+    vendors = {g.vendor for g in rig.gpus if not g.unified}
     if vendors not in ({Vendor.NVIDIA}, {Vendor.AMD}):
         return 1
-    seen = sum(1 for d in set(used) if d != CPU)
-    return pipeline_copies(seen, all_on_gpus, s)
-
-
-def _count_discrete(rig: Rig) -> dict[Vendor, int]:
-    counts: dict[Vendor, int] = {}
-    for g in rig.gpus:
-        if not g.unified:
-            counts[g.vendor] = counts.get(g.vendor, 0) + 1
-    return counts
-
-
-_discrete_per_vendor: ByIdentity[Rig, dict[Vendor, int]] = ByIdentity(_count_discrete, 64)
+    return pipeline_copies(sum(1 for d in set(used) if d != CPU), all_on_gpus, s)
 
 
 def auto_place(
@@ -414,9 +403,9 @@ def _loads(
     units: dict[str, list[str]],
     layers_on: dict[str, list[int]],
     output_dev: str,
+    any_gpu: bool,
     copies: int,
 ) -> tuple[DeviceLoad, ...]:
-    any_gpu = any(u.device != CPU for u in placement.units)
     loads = []
     for d in placement.devices:
         if d not in weights:
@@ -471,7 +460,9 @@ def device_loads(
     units: dict[str, list[str]] = {d: [] for d in placement.devices}
     layers_on: dict[str, list[int]] = {d: [] for d in placement.devices}
     output_dev = CPU
-    kv_dev = kv_devices(placement, s)
+    slots = [u for u in placement.units if u.unit != INPUT]
+    base = llama_base(placement).slots
+    kv_dev = kv_devices(placement, s, base)
     for u in placement.units:
         units[u.device].append(u.unit)
         if u.unit == INPUT:
@@ -498,11 +489,9 @@ def device_loads(
     any_gpu = any(u.device != CPU for u in placement.units)
     # pipeline parallelism needs every slot on a GPU and no -ot rule (an expert kept
     # apart, or a block off its -ngl/--tensor-split base)
-    slots = [u for u in placement.units if u.unit != INPUT]
     plain = all(u.experts_device in (None, u.device) for u in slots)
     all_on_gpus = plain and all(u.device != CPU for u in slots)
-    if all_on_gpus:
-        all_on_gpus = llama_base(placement).slots == [u.device for u in slots]
+    all_on_gpus = all_on_gpus and base == [u.device for u in slots]
     copies = input_copies(rig, {u.device for u in slots}, all_on_gpus, s)
     if (
         cpu_repack is not None
@@ -510,8 +499,9 @@ def device_loads(
         and all(u.experts_device in (None, CPU) for u in placement.units)
     ):
         weights[CPU] -= cpu_repack.unmapped_bytes
-    loads = _loads(placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, copies)
+    tally = (placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, any_gpu)
+    loads = _loads(*tally, copies)
     if copies > 1 and any(x.verdict is not Verdict.FITS for x in loads if x.device != CPU):
         # llama.cpp retries without pipeline parallelism when its copies do not fit
-        loads = _loads(placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, 1)
+        loads = _loads(*tally, 1)
     return loads
