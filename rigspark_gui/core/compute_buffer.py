@@ -22,8 +22,13 @@ from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.weights import FUSED_QKV_ARCHS
 
-# f32 rows of n_embd per token alive beside the attention scores (fused QKV: more) and
-# beside the FFN activations, fitted on llama.cpp's CUDA logs (see the module docstring)
+# f32 rows of n_embd per token alive beside the attention scores (fused QKV: more),
+# fitted on llama.cpp's CUDA logs (see the module docstring), and beside the FFN
+# activations. No published log has the FFN phase as its peak: 3 rows is the most the
+# open-llama 512-cell log allows (its logits phase, 70.50 MiB, must stay the larger),
+# so FFN-bound models (wide n_ff, small vocabulary, flash attention) are the least
+# checked case. The flash-attention phase uses the same rows, unchecked for the same
+# reason (every flash-attention log peaks at the logits).
 _ATTN_ROWS = 4
 _FUSED_QKV_ATTN_ROWS = 6
 _FFN_ROWS = 3
