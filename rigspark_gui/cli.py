@@ -66,6 +66,16 @@ def _non_negative(text: str) -> int:
     return n
 
 
+def _min_speed(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a speed in tokens/s: {text!r}") from None
+    if not 0 <= v <= 100000:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100000 tok/s, got {text}")
+    return v
+
+
 def _split(text: str) -> list[float]:
     try:
         values = [float(x) for x in text.replace(" ", "").split(",") if x]
@@ -99,6 +109,19 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
         "--backend",
         default="llama.cpp",
         choices=("llama.cpp", "ollama", "lm-studio", "vllm", "mlx"),
+    )
+    p.add_argument(
+        "--gpu-backend",
+        choices=("cuda", "rocm", "vulkan", "metal", "sycl"),
+        default=None,
+        help="GPU compute backend for speed estimates (default: each vendor's own)",
+    )
+    p.add_argument(
+        "--min-speed",
+        type=_min_speed,
+        default=None,
+        metavar="TOK_S",
+        help="Auto: best quality reaching this decode speed (default 8; 0 = best that fits)",
     )
     p.add_argument("--swa-full", action="store_true", help="full-size sliding-window caches")
     p.add_argument("--prompt-tokens", type=_positive, default=1024, help="prompt for prefill time")
@@ -198,6 +221,9 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
     v = kv_cache_type(args.kv_v) if args.kv_v else k
     # quantized V needs flash attention; otherwise off unless asked for
     fa = v.quantized if args.flash_attn is None else args.flash_attn == "on"
+    extra: dict[str, object] = {}
+    if args.min_speed is not None:
+        extra["min_tok_s"] = args.min_speed
     return make_settings(
         context=args.context,
         kv_k=k,
@@ -208,6 +234,8 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
         swa_full=args.swa_full,
         quant=args.quant,
         prompt_tokens=args.prompt_tokens,
+        gpu_backend=args.gpu_backend,
+        **extra,
     )
 
 
@@ -239,7 +267,7 @@ def cmd_place(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.perf import load_perf
     from rigspark_gui.core.placement import auto_place, device_loads
     from rigspark_gui.core.plan import plan
-    from rigspark_gui.core.throughput import estimate_decode, estimate_prefill
+    from rigspark_gui.core.speed import estimate_decode, estimate_prefill
     from rigspark_gui.core.weights import repack_for, weights_layout
     from rigspark_gui.report.text import format_loads, format_placement
 
@@ -283,14 +311,15 @@ def cmd_place(args: argparse.Namespace) -> int:
             }
         )
     else:
-        from rigspark_gui.core.units import tok_s_range
+        from rigspark_gui.core.units import speed_text
 
         print(f"{spec.name} at {quant}, {s.context} context")
         print(format_placement(placement))
         print()
         print(format_loads(loads))
         print()
-        print(f"Decode: {tok_s_range(decode.low_tok_s, decode.high_tok_s)} ({decode.basis})")
+        speed = speed_text(decode.tok_s, decode.low_tok_s, decode.high_tok_s)
+        print(f"Decode: {speed} ({decode.basis})")
         print("Fits." if fits else "Does not fit: a device is overcommitted.")
         print()
         for c in commands:

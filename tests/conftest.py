@@ -11,7 +11,15 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from rigspark_gui.core.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
-from rigspark_gui.core.throughput import BackendPerf, EfficiencyRange, PerfProfile
+from rigspark_gui.core.speed import (
+    Band,
+    CpuIsa,
+    DecodeParams,
+    DeviceClass,
+    PrefillParams,
+    QuantFamily,
+    SpeedModel,
+)
 
 GIB = 1 << 30
 QUANTS = ("BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")
@@ -84,14 +92,40 @@ def rig2x3090() -> Rig:
     )
 
 
-@pytest.fixture
-def perf() -> PerfProfile:
-    return PerfProfile(
-        backends={
-            "llama.cpp": BackendPerf(
-                decode_efficiency=EfficiencyRange(low=0.5, high=0.8),
-                prefill_efficiency=EfficiencyRange(low=0.3, high=0.6),
-            ),
-            "cpu": BackendPerf(decode_efficiency=EfficiencyRange(low=0.6, high=0.9)),
-        }
+def simple_speed_model() -> SpeedModel:
+    """Round parameters, so a test can work a speed out by hand: 70 % of bandwidth on
+    NVIDIA cards for every quantization, 10 us per layer, a +-15 % band."""
+    same = dict.fromkeys(QuantFamily, 1.0)
+    return SpeedModel(
+        decode=DecodeParams(
+            efficiency={
+                DeviceClass.NVIDIA: 0.7,
+                DeviceClass.NVIDIA_HBM: 0.6,
+                DeviceClass.AMD: 0.6,
+                DeviceClass.AMD_HBM: 0.5,
+                DeviceClass.INTEL: 0.5,
+                DeviceClass.APPLE: 0.8,
+            },
+            backend_factor={"vulkan:nvidia": 0.8},
+            quant_factor=same,
+            layer_seconds={"cuda": 1e-5, "rocm": 1e-5, "vulkan": 2e-5, "metal": 1e-5, "cpu": 0.0},
+            hop_seconds=2e-4,
+            cpu_efficiency=0.8,
+            cpu_core_rate=dict.fromkeys(CpuIsa, 4e9),
+            cpu_quant_factor=same,
+            band=Band(low=0.85, high=1.15, rows=100),
+            cpu_band=Band(low=0.6, high=1.5, rows=20),
+        ),
+        prefill=PrefillParams(
+            efficiency=dict.fromkeys(DeviceClass, 0.4),
+            quant_factor=same,
+            cpu_core_flops=dict.fromkeys(CpuIsa, 5e10),
+            band=Band(low=0.7, high=1.4, rows=50),
+        ),
+        basis="test calibration",
     )
+
+
+@pytest.fixture
+def perf() -> SpeedModel:
+    return simple_speed_model()

@@ -389,8 +389,8 @@ def write_report(data: dict[str, Any], rows: list[Row], path: Path = DOC) -> Non
         dec = "-"
         if m.get("gen_tok_s"):
             dec = (
-                f"{p.decode_mid:.1f} / {m['gen_tok_s']:.1f} ({r.decode_error:+.0%})"
-                if p.decode_mid and r.decode_error is not None
+                f"{p.decode_tok_s:.1f} / {m['gen_tok_s']:.1f} ({r.decode_error:+.0%})"
+                if p.decode_tok_s and r.decode_error is not None
                 else f"- / {m['gen_tok_s']:.1f}"
             )
         lines.append(

@@ -13,7 +13,7 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_total_bytes
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.units import GIB, gib, tok_s_range
+from rigspark_gui.core.units import GIB, gib, speed_text
 from rigspark_gui.core.weights import weights_layout
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
@@ -60,6 +60,7 @@ class FitChart(Frozen):
 
 class SpeedRow(Frozen):
     label: str
+    tok_s: float | None = None
     low_tok_s: float | None
     high_tok_s: float | None
     known: bool
@@ -128,12 +129,13 @@ def speed_chart(plan: Plan) -> SpeedChart:
         t = p.throughput
         if t.known and t.high_tok_s is not None:
             top = max(top, t.high_tok_s)
-            note = tok_s_range(t.low_tok_s, t.high_tok_s)
+            note = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s)
         else:
             note = "unknown" if p.fits else "does not fit"
         rows.append(
             SpeedRow(
                 label=p.path.value,
+                tok_s=t.tok_s,
                 low_tok_s=t.low_tok_s,
                 high_tok_s=t.high_tok_s,
                 known=t.known,

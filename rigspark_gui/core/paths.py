@@ -30,12 +30,15 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import (
-    PerfProfile,
+from rigspark_gui.core.speed import (
+    DecodeShape,
     Prefill,
+    SpeedModel,
     Throughput,
-    decode_from_reads,
-    prefill_from_reads,
+    decode_depth,
+    estimate_decode_shape,
+    estimate_prefill_reads,
+    layers_in_ranges,
 )
 from rigspark_gui.core.weights import (
     WeightsLayout,
@@ -70,6 +73,14 @@ class MemoryBreakdown(Frozen):
     reserve_bytes: int
 
 
+class QuantOption(Frozen):
+    """One rung of a path's quality/speed ladder: a quantization that fits there."""
+
+    quant: str
+    required_bytes: int
+    tok_s: float | None = Field(description="decode point estimate; None when unknown")
+
+
 class PathPlan(Frozen):
     path: PathName
     fits: bool
@@ -90,6 +101,14 @@ class PathPlan(Frozen):
     throughput: Throughput
     prefill: Prefill
     file_bytes: int
+    ladder: tuple[QuantOption, ...] = Field(
+        default=(), description="every quantization that fits on this path, best quality first"
+    )
+    choice: str = Field(default="", description="why this quantization, in one sentence")
+
+    @property
+    def tok_s(self) -> float | None:
+        return self.throughput.tok_s
 
 
 class PathCandidate:
@@ -109,7 +128,9 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
     unified = [i for i, g in enumerate(rig.gpus) if g.unified and g.memory_bytes > 0]
     discrete = [i for i, g in enumerate(rig.gpus) if is_discrete(g)]
     if not cpu_only:
-        if rig.unified_memory and unified:
+        # a unified-memory SoC (Apple, GB10, Strix Halo) plans on its one pool, also when
+        # a rig file names the chip without setting unified_memory
+        if unified and (rig.unified_memory or not discrete):
             out.append(PathCandidate(PathName.UNIFIED, unified[:1]))
         elif discrete:
             largest = max(discrete, key=lambda i: (rig.gpus[i].capacity_bytes, -i))
@@ -261,13 +282,16 @@ def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ra
 
 
 class PathSearch(NamedTuple):
-    """A path's quantization search: the trial of the best quantization that fits, or of
-    the last one tried (whose figures are shown)."""
+    """A path's quantization search: the trial Auto chose (or, when nothing fits, the
+    last one tried, whose figures are shown), its decode estimate, and the ladder."""
 
     cand: PathCandidate
     trial: _Trial
     fits: bool
     context_ok: bool
+    speed: Throughput | None
+    ladder: tuple[QuantOption, ...]
+    choice: str
 
     @property
     def path(self) -> PathName:
@@ -277,6 +301,36 @@ class PathSearch(NamedTuple):
     def quant(self) -> str | None:
         return self.trial.quant
 
+    @property
+    def tok_s(self) -> float | None:
+        return self.speed.tok_s if self.speed is not None else None
+
+
+def trial_decode(
+    trial: _Trial, rig: Rig, s: PlanSettings, speed: SpeedModel, layout: WeightsLayout | None = None
+) -> Throughput:
+    """Decode estimate of one trial's placement."""
+    depth = decode_depth(s)
+    shape = DecodeShape(
+        trial.ev.read_bytes(trial.ranges, depth),
+        layers_in_ranges(trial.ranges, trial.ev.g.n_layer),
+        max(len(trial.ranges) - 1, 0),
+        depth,
+    )
+    return estimate_decode_shape(shape, layout or trial.layout, rig, s, speed)
+
+
+def meets(t: Throughput | None, min_tok_s: float) -> bool:
+    """Whether a decode estimate reaches the minimum speed (an unknown one cannot be held
+    against a plan)."""
+    return min_tok_s <= 0 or t is None or t.tok_s is None or t.tok_s >= min_tok_s
+
+
+def _fmt(tok_s: float | None) -> str:
+    if tok_s is None:
+        return "unknown speed"
+    return f"{tok_s:.1f} tok/s" if tok_s < 100 else f"{tok_s:.0f} tok/s"
+
 
 def search_path(
     spec: ModelSpec,
@@ -285,14 +339,20 @@ def search_path(
     cand: PathCandidate,
     quants: Sequence[str] | None = None,
     ctx: FitContext | None = None,
+    speed: SpeedModel | None = None,
+    *,
+    full_ladder: bool = False,
 ) -> PathSearch:
-    """Try `quants` (default: every quantization the path may use) best first. `ctx`
-    shares what the quantizations have in common across searches of one model."""
+    """Try `quants` (default: every quantization the path may use) best quality first.
+    Auto takes the first that fits and reaches `s.min_tok_s`; when none reaches it, the
+    fastest that fits. `full_ladder` keeps trying to list every quantization that fits.
+    `ctx` shares what the quantizations have in common across searches of one model."""
     quants = quants_to_try(spec, s, cand) if quants is None else quants
     if not quants:
         raise ValueError("no quantization to plan")
-    chosen: _Trial | None = None
+    chosen: tuple[_Trial, Throughput | None] | None = None
     last: _Trial | None = None
+    fitting: list[tuple[_Trial, Throughput | None]] = []
     context_ok = s.context <= spec.geometry.context_length
     ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
     bound = _memory_bound(rig, cand)
@@ -302,25 +362,50 @@ def search_path(
             continue  # the last quant is always tried in full: its figures are shown
         trial = _try(spec, ctx, cand, q, layout)
         last = trial
-        if trial.m.fits and context_ok:
-            chosen = trial
-            break
-    shown = chosen or last
+        if not (trial.m.fits and context_ok):
+            continue
+        t = trial_decode(trial, rig, s, speed) if speed is not None else None
+        fitting.append((trial, t))
+        if chosen is None and meets(t, s.min_tok_s):
+            chosen = (trial, t)
+            if not full_ladder:
+                break
+    choice = ""
+    if chosen is None and fitting:
+        chosen = max(fitting, key=lambda f: f[1].tok_s or 0.0 if f[1] is not None else 0.0)
+    if chosen is not None and s.quant is None and s.min_tok_s > 0:
+        best_trial, best_t = fitting[0]
+        if chosen[0] is not best_trial:
+            reached = meets(chosen[1], s.min_tok_s)
+            choice = (
+                f"{best_trial.quant} fits at {_fmt(best_t.tok_s if best_t else None)}, "
+                f"below the {s.min_tok_s:g} tok/s minimum; "
+                + (
+                    f"{chosen[0].quant} reaches {_fmt(chosen[1].tok_s if chosen[1] else None)}"
+                    if reached
+                    else f"none reaches it, {chosen[0].quant} is the fastest at "
+                    f"{_fmt(chosen[1].tok_s if chosen[1] else None)}"
+                )
+            )
+        elif not meets(chosen[1], s.min_tok_s):
+            choice = (
+                f"no quantization reaches {s.min_tok_s:g} tok/s here; {chosen[0].quant} "
+                f"runs at {_fmt(chosen[1].tok_s if chosen[1] else None)}"
+            )
+    shown = chosen[0] if chosen is not None else last
     assert shown is not None
-    return PathSearch(cand, shown, chosen is not None, context_ok)
-
-
-def path_decode(search: PathSearch, rig: Rig, s: PlanSettings, perf: PerfProfile) -> Throughput:
-    """Decode speed of a fitting path's placement."""
-    t = search.trial
-    depth = min(s.prompt_tokens, s.context)
-    return decode_from_reads(
-        t.ev.read_bytes(t.ranges, s.context),
-        t.ev.read_bytes(t.ranges, depth),
-        max(len(t.ranges) - 1, 0),
-        rig,
-        s,
-        perf,
+    ladder = tuple(
+        QuantOption(quant=tr.quant, required_bytes=tr.m.required, tok_s=t.tok_s if t else None)
+        for tr, t in fitting
+    )
+    return PathSearch(
+        cand,
+        shown,
+        chosen is not None,
+        context_ok,
+        chosen[1] if chosen is not None else None,
+        ladder,
+        choice,
     )
 
 
@@ -328,11 +413,11 @@ def plan_path(
     spec: ModelSpec,
     rig: Rig,
     s: PlanSettings,
-    perf: PerfProfile,
+    speed: SpeedModel,
     cand: PathCandidate,
     ctx: FitContext | None = None,
 ) -> tuple[PathPlan, WeightsLayout]:
-    search = search_path(spec, rig, s, cand, ctx=ctx)
+    search = search_path(spec, rig, s, cand, ctx=ctx, speed=speed, full_ladder=True)
     shown, fits = search.trial, search.fits
     g = spec.geometry
     file_bytes = (
@@ -350,10 +435,16 @@ def plan_path(
         shortfall = shown.m.shortfall
     elif disk_short:
         reason = Reason.DISK
-    if fits:
-        throughput = path_decode(search, rig, s, perf)
-        prefill = prefill_from_reads(
-            shown.ev.read_bytes(shown.ranges, 0), shown.layout, rig, s, perf
+    if fits and search.speed is not None:
+        throughput = search.speed
+        prefill = estimate_prefill_reads(
+            shown.ev.read_bytes(shown.ranges, 0),
+            layers_in_ranges(shown.ranges, g.n_layer),
+            shown.layout,
+            rig,
+            s,
+            speed,
+            g.n_head * g.head_dim_k,
         )
     else:
         throughput = Throughput(basis="unknown: does not fit")
@@ -377,6 +468,8 @@ def plan_path(
         throughput=throughput,
         prefill=prefill,
         file_bytes=file_bytes,
+        ladder=search.ladder,
+        choice=search.choice,
     )
     return plan, shown.layout
 
@@ -391,19 +484,24 @@ class Choosable(Protocol):
     def path(self) -> PathName: ...
     @property
     def quant(self) -> str | None: ...
+    @property
+    def tok_s(self) -> float | None: ...
 
 
 C = TypeVar("C", bound=Choosable)
 
 
-def choose_recommended(paths: Sequence[C], spec: ModelSpec) -> C | None:
-    """The first path that fits, unless a later GPU-only path fits a better quantization:
-    two GPUs at Q6_K beat one GPU at Q2_K, while RAM offload never wins on quality
-    alone (it is an order of magnitude slower)."""
+def choose_recommended(paths: Sequence[C], spec: ModelSpec, min_tok_s: float = 0.0) -> C | None:
+    """Among the paths that fit and reach the minimum speed: the first, unless a later
+    GPU-only path fits a better quantization (two GPUs at Q6_K beat one GPU at Q2_K, while
+    RAM offload never wins on quality alone). When none reaches it: the fastest."""
     fitting = [p for p in paths if p.fits]
-    gpu_only = [p for p in fitting if p.path in GPU_ONLY]
+    fast = [p for p in fitting if min_tok_s <= 0 or p.tok_s is None or p.tok_s >= min_tok_s]
+    if not fast:
+        return max(fitting, key=lambda p: p.tok_s or 0.0) if fitting else None
+    gpu_only = [p for p in fast if p.path in GPU_ONLY]
     if not gpu_only:
-        return fitting[0] if fitting else None
+        return fast[0]
     order = {q: i for i, q in enumerate(spec.available_quants)}
     return min(gpu_only, key=lambda p: (order.get(p.quant or "", len(order)), paths.index(p)))
 

@@ -26,7 +26,7 @@ from rigspark_gui.core.paths import (
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.weights import repack_for, weights_layout
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
@@ -82,7 +82,7 @@ def plan(
     spec: ModelSpec,
     rig: Rig,
     s: PlanSettings,
-    perf: PerfProfile,
+    speed: SpeedModel,
     *,
     kv_pairs: str = "none",
 ) -> Plan:
@@ -92,9 +92,9 @@ def plan(
         spec.cpu_only_quants
     )
     ctx = FitContext(spec.geometry, rig, s)
-    results = [plan_path(spec, rig, s, perf, c, ctx) for c in candidate_paths(rig, cpu_only)]
+    results = [plan_path(spec, rig, s, speed, c, ctx) for c in candidate_paths(rig, cpu_only)]
     paths = tuple(r[0] for r in results)
-    recommended = choose_recommended(paths, spec)
+    recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]
     placement, loads = recommended_placement(spec, rig, s, shown)
     notes: list[str] = list(rig.notes)

@@ -15,19 +15,19 @@ from rigspark_gui.core.paths import (
     PathSearch,
     candidate_paths,
     choose_recommended,
-    path_decode,
+    meets,
     quants_to_try,
     search_path,
 )
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import gib
 from rigspark_gui.core.weights import param_count
 
-# Below this many tokens per second (the low end of the estimate) a chat feels slow:
-# roughly reading speed.
-SLOW_TOK_S = 8.0
+# Below this many tokens per second (the point estimate) a chat feels slow: roughly
+# reading speed. The user's minimum speed replaces it when set.
+SLOW_TOK_S = DEFAULT_MIN_TOK_S
 
 
 class Verdict(StrEnum):
@@ -45,48 +45,49 @@ class RankedModel(Frozen):
     path: PathName | None
     quant: str | None
     required_bytes: int
+    tok_s: float | None = None
     low_tok_s: float | None
     high_tok_s: float | None
     note: str = ""
 
 
 def _first_fit(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, cands: Sequence[PathCandidate]
+    spec: ModelSpec, rig: Rig, s: PlanSettings, cands: Sequence[PathCandidate], speed: SpeedModel
 ) -> tuple[PathSearch | None, list[PathSearch]]:
     """The path `choose_recommended` would pick over every path, searching no further
-    than needed: once a GPU-only path fits, RAM paths cannot win and later GPU-only
-    paths only with a better quantization, so only those quantizations are tried."""
+    than needed: once a GPU-only path fits at the minimum speed, RAM paths cannot win and
+    later GPU-only paths only with a better quantization, so only those are tried."""
     tried: list[PathSearch] = []
     order = {q: i for i, q in enumerate(spec.available_quants)}
-    best_rank: int | None = None  # quant order of the best GPU-only fit so far
+    best_rank: int | None = None  # quant order of the best fast GPU-only fit so far
     ctx = FitContext(spec.geometry, rig, s)
     for cand in cands:
         if best_rank is None:
-            p = search_path(spec, rig, s, cand, ctx=ctx)
+            p = search_path(spec, rig, s, cand, ctx=ctx, speed=speed)
         elif cand.name not in GPU_ONLY:
             break
         else:
             better = [q for q in quants_to_try(spec, s, cand) if order[q] < best_rank]
             if not better:
                 continue
-            p = search_path(spec, rig, s, cand, better, ctx)
-            if not p.fits:
-                continue  # its figures for a worse quant are never shown here
+            p = search_path(spec, rig, s, cand, better, ctx, speed)
+            if not p.fits or not meets(p.speed, s.min_tok_s):
+                continue  # its figures for a worse or slow quant are never shown here
         tried.append(p)
-        if p.fits:
+        if p.fits and meets(p.speed, s.min_tok_s):
             if cand.name not in GPU_ONLY:
-                break  # the first fit, and no GPU-only path fitted before it
+                break  # the first fast fit, and no GPU-only path reached the speed before it
             best_rank = order[p.trial.quant]
             if best_rank == 0:
                 break
-    return choose_recommended(tried, spec), tried
+    return choose_recommended(tried, spec, s.min_tok_s), tried
 
 
 def rank_model(
     spec: ModelSpec,
     rig: Rig,
     s: PlanSettings,
-    perf: PerfProfile,
+    speed: SpeedModel,
     cands: dict[bool, list[PathCandidate]] | None = None,
 ) -> RankedModel:
     """One model's verdict, best path, quant, memory and speed (context capped at its own):
@@ -107,7 +108,7 @@ def rank_model(
     )
     paths = cands[cpu_only] if cands is not None else candidate_paths(rig, cpu_only)
     try:
-        best, tried = _first_fit(spec, rig, settings, paths)
+        best, tried = _first_fit(spec, rig, settings, paths, speed)
     except RigSparkError as err:
         return RankedModel(
             **base, verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
@@ -120,21 +121,24 @@ def rank_model(
             required_bytes=smallest.trial.m.required, low_tok_s=None, high_tok_s=None,
             note=f"needs {gib(smallest.trial.m.shortfall)} more on {smallest.path}",
         )  # fmt: skip
-    t = path_decode(best, rig, settings, perf)
-    slow = t.known and t.low_tok_s is not None and t.low_tok_s < SLOW_TOK_S
+    t = best.speed
+    line = s.min_tok_s or SLOW_TOK_S
+    slow = t is not None and t.tok_s is not None and t.tok_s < line
+    note = "" if ctx == s.context else f"context capped at {ctx}"
     return RankedModel(
         **base, verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
-        quant=best.quant, required_bytes=best.trial.m.required, low_tok_s=t.low_tok_s,
-        high_tok_s=t.high_tok_s, note="" if ctx == s.context else f"context capped at {ctx}",
+        quant=best.quant, required_bytes=best.trial.m.required,
+        tok_s=t.tok_s if t else None, low_tok_s=t.low_tok_s if t else None,
+        high_tok_s=t.high_tok_s if t else None, note=note,
     )  # fmt: skip
 
 
 def rank_models(
-    specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, perf: PerfProfile
+    specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, speed: SpeedModel
 ) -> list[RankedModel]:
     """Every model ranked: those that fit first (biggest first), then slow, then no."""
     cands = {flag: candidate_paths(rig, flag) for flag in (False, True)}
-    rows = [rank_model(spec, rig, s, perf, cands) for spec in specs]
+    rows = [rank_model(spec, rig, s, speed, cands) for spec in specs]
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))
     return rows

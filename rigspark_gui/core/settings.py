@@ -28,6 +28,22 @@ class Backend(StrEnum):
         return self in (Backend.LLAMA_CPP, Backend.OLLAMA, Backend.LM_STUDIO)
 
 
+class GpuBackend(StrEnum):
+    """The compute backend GPUs run under: the same card decodes at different speeds
+    under CUDA and Vulkan. None in the settings means each vendor's own."""
+
+    CUDA = "cuda"
+    ROCM = "rocm"
+    VULKAN = "vulkan"
+    METAL = "metal"
+    SYCL = "sycl"
+
+
+# Below this many tokens per second a chat feels slow (roughly reading speed): Auto's
+# default minimum and the Catalog's "slow" line.
+DEFAULT_MIN_TOK_S = 8.0
+
+
 class PlanSettings(Frozen):
     context: int = Field(default=8192, ge=1, le=MAX_CONTEXT)
     kv_k: KvCacheType = KvCacheType.F16
@@ -41,6 +57,15 @@ class PlanSettings(Frozen):
     )
     quant: str | None = Field(default=None, description="fixed quantization, or None = best")
     prompt_tokens: int = Field(default=1024, ge=1, le=MAX_CONTEXT, description="for prefill")
+    gpu_backend: GpuBackend | None = Field(
+        default=None, description="GPU compute backend; None = each vendor's own"
+    )
+    min_tok_s: float = Field(
+        default=DEFAULT_MIN_TOK_S,
+        ge=0,
+        le=100000,
+        description="Auto: the best quality reaching this decode speed (0 = best that fits)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> PlanSettings:

@@ -26,6 +26,31 @@ def tokens(n: int) -> str:
     return str(n)
 
 
+def speed_text(point: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A decode estimate as people read it: the point, then its calibrated band."""
+    if point is None:
+        return "unknown"
+    digits = 0 if point >= 10 else 1
+    text = f"{point:.{digits}f} tok/s"
+    if low is not None and high is not None:
+        text += f" ({low:.{digits}f}–{high:.{digits}f})"
+    return text
+
+
+def seconds_text(point: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A prefill estimate: the point in seconds, then its band."""
+    if point is None:
+        return "unknown"
+
+    def fmt(v: float) -> str:
+        return f"{v:.2f}" if v < 1 else f"{v:.1f}" if v < 10 else f"{v:.0f}"
+
+    text = f"{fmt(point)} s"
+    if low is not None and high is not None:
+        text += f" ({fmt(low)}–{fmt(high)})"
+    return text
+
+
 def tok_s_range(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "unknown"

@@ -14,7 +14,7 @@ from pathlib import Path
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.report.model import PlanReport, ReportError, build_report, write_json
 
 FORMATS = ("html", "pdf", "md", "json")
@@ -95,7 +95,7 @@ def export_plan(
     spec: ModelSpec,
     rig: Rig,
     settings: PlanSettings,
-    perf: PerfProfile,
+    perf: SpeedModel,
     path: Path,
     fmt: str,
     *,

@@ -22,8 +22,8 @@ from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, Provenance, Rig, _Device
-from rigspark_gui.core.settings import Backend, PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import MIB
 from rigspark_gui.core.weights import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.identity import APP_NAME, APP_VERSION
@@ -168,17 +168,8 @@ def rig_devices(rig: Rig) -> tuple[ReportDevice, ...]:
     return tuple(out)
 
 
-def _perf_keys(s: PlanSettings) -> tuple[str, ...]:
-    """The calibration entries this plan's estimates use (GPUs by backend, the CPU)."""
-    if s.backend is Backend.VLLM:
-        return ("vllm", "cpu")
-    if s.backend is Backend.MLX:
-        return ("mlx", "cpu")
-    return ("llama.cpp", "cpu")
-
-
 def _assumptions(
-    paths: tuple[PathPlan, ...], perf: PerfProfile, model: ReportModel, s: PlanSettings
+    paths: tuple[PathPlan, ...], perf: SpeedModel, model: ReportModel, s: PlanSettings
 ) -> tuple[Assumption, ...]:
     out = [
         Assumption(
@@ -210,24 +201,26 @@ def _assumptions(
             if b not in bases:
                 bases.append(b)
     out += [Assumption(topic="Speed basis", text=b) for b in bases]
-    for key in _perf_keys(s):
-        backend = perf.backends.get(key)
-        if backend is None:
-            out.append(Assumption(topic="Calibration", text=f"{key}: no calibrated efficiency"))
-            continue
-        eff = backend.decode_efficiency
-        text = f"{key}: decode efficiency {eff.low:.2f}-{eff.high:.2f} of memory bandwidth"
-        if backend.prefill_efficiency is not None:
-            pe = backend.prefill_efficiency
-            text += f", prefill {pe.low:.2f}-{pe.high:.2f} of FP16 FLOPS"
-        # perf.json repeats a source per calibration point: list each once
-        pieces = backend.source.split("; ")
-        if len(backend.source) >= 2000:
-            pieces = pieces[:-1]  # catalog/perf.py cuts the joined sources at 2000 characters
-        sources = list(dict.fromkeys(x.strip() for x in pieces if x.strip()))
-        if sources:
-            text += ". Calibrated on: " + "; ".join(sources)
-        out.append(Assumption(topic=f"Calibration ({perf.source or 'perf profile'})", text=text))
+    if perf.decode is not None:
+        d = perf.decode
+        text = (
+            f"{perf.basis}. Decode: bytes read per token / (bandwidth x efficiency) plus a "
+            f"fixed cost per layer; band = 10th-90th percentile of held-out measured/predicted "
+            f"({d.band.low:.2f}-{d.band.high:.2f} on GPUs, {d.cpu_band.low:.2f}-"
+            f"{d.cpu_band.high:.2f} on CPUs)."
+        )
+        if s.min_tok_s > 0:
+            text += (
+                f" Auto chose the best quality reaching {s.min_tok_s:g} tok/s, else the "
+                "fastest that fits."
+            )
+        else:
+            text += " Auto chose the best quality that fits (no minimum speed)."
+        out.append(Assumption(topic=f"Calibration ({perf.source or 'speed model'})", text=text))
+    else:
+        out.append(Assumption(topic="Calibration", text="no speed calibration: speeds unknown"))
+    if perf.local_basis:
+        out.append(Assumption(topic="Calibration on this machine", text=perf.local_basis))
     return tuple(out)
 
 
@@ -235,7 +228,7 @@ def build_report(
     spec: ModelSpec,
     rig: Rig,
     settings: PlanSettings,
-    perf: PerfProfile,
+    perf: SpeedModel,
     *,
     created_at: str,
     kv_pairs: str = "common",

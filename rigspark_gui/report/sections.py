@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad
-from rigspark_gui.core.units import gib, human_bytes, tok_s_range, tokens
+from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
+from rigspark_gui.report.text import auto_rule
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,6 @@ def path_label(p: PathPlan) -> str:
     return p.path.value
 
 
-def seconds(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "unknown"
-    digits = 1 if high < 10 else 0
-    return f"{low:.{digits}f}-{high:.{digits}f} s"
-
-
 def kv_pair(k: str, v: str) -> str:
     return k if k == v else f"K {k} / V {v}"
 
@@ -93,11 +87,16 @@ def summary(report: PlanReport) -> str:
     rec = next((p for p in report.paths if p.path is report.recommended), None)
     if rec is None:
         return "No path fits this model at this context on this rig."
-    speed = tok_s_range(rec.throughput.low_tok_s, rec.throughput.high_tok_s)
-    return (
+    t = rec.throughput
+    speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s)
+    text = (
         f"Recommended: {path_label(rec)} at {rec.quant}, using {gib(rec.required_bytes)} of "
-        f"{gib(rec.usable_bytes)} usable; decode {speed} ({rec.throughput.basis})."
+        f"{gib(rec.usable_bytes)} usable; decode {speed} ({t.basis}). "
+        f"Chosen by {auto_rule(report.settings)}."
     )
+    if rec.choice:
+        text += f" {rec.choice}."
+    return text
 
 
 def _settings_rows(report: PlanReport) -> tuple[tuple[str, str], ...]:
@@ -160,8 +159,8 @@ def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
                 gib(p.usable_bytes),
                 gib(p.shortfall_bytes) if p.shortfall_bytes else "—",
                 p.reason.value if p.reason else "—",
-                tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s),
-                seconds(p.prefill.low_seconds, p.prefill.high_seconds),
+                speed_text(p.throughput.tok_s, p.throughput.low_tok_s, p.throughput.high_tok_s),
+                seconds_text(p.prefill.seconds, p.prefill.low_seconds, p.prefill.high_seconds),
                 str(p.ngl) if p.ngl is not None else "—",
             )
         )

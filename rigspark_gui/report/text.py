@@ -7,7 +7,7 @@ from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.ranking import RankedModel, Verdict
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.units import gib, human_bytes, tok_s_range, tokens
+from rigspark_gui.core.units import gib, human_bytes, speed_text, tokens
 
 
 def path_label(p: PathPlan) -> str:
@@ -28,9 +28,9 @@ def path_summary(p: PathPlan) -> str:
     else:
         text = f"does not fit ({p.reason.value if p.reason else 'unknown'})"
     if p.fits:
-        speed = tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
-        if p.throughput.known:
-            text += f"; {speed} estimated"
+        t = p.throughput
+        if t.known:
+            text += f"; {speed_text(t.tok_s, t.low_tok_s, t.high_tok_s)} estimated"
         else:
             text += f"; speed {p.throughput.basis}"
         if p.reason is not None:
@@ -47,6 +47,15 @@ def settings_line(s: PlanSettings, unified_memory: bool = False) -> str:
     )
 
 
+def auto_rule(s: PlanSettings) -> str:
+    """Which rule chose the quantization, in words."""
+    if s.quant is not None:
+        return f"quantization fixed at {s.quant}"
+    if s.min_tok_s > 0:
+        return f"Auto: best quality reaching {s.min_tok_s:g} tok/s, else the fastest"
+    return "Auto: best quality that fits"
+
+
 def format_plan(plan: Plan) -> str:
     head = f"Plan for {plan.model_name} ({settings_line(plan.settings, plan.unified_memory)})"
     lines = [head, ""]
@@ -59,7 +68,13 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"  {path_label(p):<22} {path_summary(p)}{badge}")
     lines.append("")
     if plan.recommended is not None:
-        lines.append(f"Recommended path: {plan.recommended.value}")
+        lines.append(f"Recommended path: {plan.recommended.value} ({auto_rule(plan.settings)})")
+        rec = next(p for p in plan.paths if p.path is plan.recommended)
+        if rec.choice:
+            lines.append(f"  {rec.choice}")
+        if len(rec.ladder) > 1:
+            rungs = ", ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in rec.ladder)
+            lines.append(f"  Fits on this path: {rungs}")
     else:
         lines.append("No path fits this model at this context.")
     if plan.device_loads:
@@ -114,7 +129,7 @@ def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> s
     )
     for r in rows:
         params = f"{r.params / 1e9:.1f}B" if r.params >= 1e9 else f"{r.params / 1e6:.0f}M"
-        speed = tok_s_range(r.low_tok_s, r.high_tok_s) if r.verdict is not Verdict.NO else "-"
+        speed = speed_text(r.tok_s) if r.verdict is not Verdict.NO else "-"
         memory = gib(r.required_bytes) if r.required_bytes else "-"
         lines.append(
             f"  {VERDICT_WORDS[r.verdict]:<5} {r.model_id:<40} {params:>7}  "

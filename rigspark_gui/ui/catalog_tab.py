@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
-from rigspark_gui.core.units import gib, tok_s_range
+from rigspark_gui.core.units import gib, speed_text
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.charts import COLOURS
 from rigspark_gui.ui.session import PlannerSession
@@ -71,7 +71,7 @@ class RankingModel(QAbstractTableModel):
                 r.path.value if r.path else "–",
                 r.quant or "–",
                 gib(r.required_bytes) if r.required_bytes else "–",
-                tok_s_range(r.low_tok_s, r.high_tok_s) if r.low_tok_s else "–",
+                speed_text(r.tok_s, r.low_tok_s, r.high_tok_s) if r.tok_s else "–",
             )[c]
         if role == Qt.ItemDataRole.UserRole:  # sort keys
             return (
@@ -82,7 +82,7 @@ class RankingModel(QAbstractTableModel):
                 r.path.value if r.path else "~",
                 r.quant or "",
                 r.required_bytes,
-                r.low_tok_s or 0.0,
+                r.tok_s or 0.0,
             )[c]
         if role == ID_ROLE:
             return r.model_id

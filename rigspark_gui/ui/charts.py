@@ -206,7 +206,7 @@ class SpeedChartWidget(_Plot):
         self.spec: SpeedChart | None = None
         self._pool = _ItemPool(self.plot)
         # also keeps its rows level with the fit chart's, which has a key line too
-        self.set_legend([(COLOURS["speed"], "estimated range, slow to fast end", False)])
+        self.set_legend([(COLOURS["speed"], "estimate (dark tick) and its calibrated band", False)])
 
     def show_chart(self, spec: SpeedChart) -> None:
         self.spec = spec
@@ -232,6 +232,20 @@ class SpeedChartWidget(_Plot):
                     x0=[row.low_tok_s], width=[max(row.high_tok_s - row.low_tok_s, 0.01)], y=[y]
                 )
                 x_text = row.high_tok_s
+                if row.tok_s is not None:
+                    tick = pool.get(
+                        (i, "point"),
+                        lambda: pg.BarGraphItem(
+                            x0=[0],
+                            width=[0],
+                            y=[0],
+                            height=0.62,
+                            brush=pg.mkBrush(QColor(COLOURS["speed"]).darker(170)),
+                            pen=pg.mkPen(None),
+                        ),
+                    )
+                    w = spec.x_max_tok_s * 0.006
+                    tick.setOpts(x0=[row.tok_s - w / 2], width=[w], y=[y])
             text = pool.get((i, "text"), lambda: _label(self._fg))
             text.setText(row.annotation)
             text.setPos(x_text + spec.x_max_tok_s * 0.01, y)

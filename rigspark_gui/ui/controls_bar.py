@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -21,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.session import PlannerSession
 
@@ -32,6 +33,14 @@ BACKEND_LABELS = {
     Backend.LM_STUDIO: "LM Studio",
     Backend.VLLM: "vLLM",
     Backend.MLX: "MLX",
+}
+GPU_BACKEND_LABELS = {
+    None: "Auto",
+    GpuBackend.CUDA: "CUDA",
+    GpuBackend.ROCM: "ROCm",
+    GpuBackend.VULKAN: "Vulkan",
+    GpuBackend.METAL: "Metal",
+    GpuBackend.SYCL: "SYCL",
 }
 SLIDER_STEPS = 1000
 MIN_CONTEXT = 256
@@ -50,7 +59,10 @@ class ControlsBar(QWidget):
         self.model_picker.model_picked.connect(session.set_model)
 
         self.quant = QComboBox()
-        self.quant.setToolTip("Auto picks the best quantization that fits the recommended path")
+        self.quant.setToolTip(
+            "Auto picks the best quality that fits and reaches the minimum speed "
+            "(else the fastest that fits); or fix one quantization"
+        )
         self.quant.currentIndexChanged.connect(self._on_quant)
 
         self.context_slider = QSlider(Qt.Orientation.Horizontal)
@@ -114,6 +126,30 @@ class ControlsBar(QWidget):
             lambda _i: self._update(backend=self.backend.currentData())
         )
 
+        self.gpu_backend = QComboBox()
+        for gb, label in GPU_BACKEND_LABELS.items():
+            self.gpu_backend.addItem(label, gb.value if gb else "")
+        self.gpu_backend.setToolTip(
+            "GPU compute backend for speed estimates: the same card decodes at different "
+            "speeds under CUDA, ROCm and Vulkan. Auto = each vendor's own (CUDA for NVIDIA, "
+            "ROCm for AMD, SYCL for Intel, Metal for Apple)"
+        )
+        self.gpu_backend.currentIndexChanged.connect(
+            lambda _i: self._update(gpu_backend=self.gpu_backend.currentData() or None)
+        )
+        self.min_speed = QDoubleSpinBox()
+        self.min_speed.setRange(0.0, 1000.0)
+        self.min_speed.setDecimals(0)
+        self.min_speed.setSingleStep(1.0)
+        self.min_speed.setSuffix(" tok/s")
+        self.min_speed.setSpecialValueText("off")
+        self.min_speed.setKeyboardTracking(False)
+        self.min_speed.setToolTip(
+            "Auto picks the best quality whose estimated decode speed reaches this; when "
+            "none does, the fastest that fits. 0 (off) = the best quality that fits"
+        )
+        self.min_speed.valueChanged.connect(lambda v: self._update(min_tok_s=float(v)))
+
         grid = QGridLayout(self)
         grid.setContentsMargins(6, 6, 6, 2)
         model_label = QLabel("&Model")
@@ -148,6 +184,14 @@ class ControlsBar(QWidget):
         opts.addWidget(par_label)
         opts.addWidget(self.parallel)
         opts.addWidget(self.prompt)
+        speed_label = QLabel("Min &speed")
+        speed_label.setBuddy(self.min_speed)
+        opts.addWidget(speed_label)
+        opts.addWidget(self.min_speed)
+        gpu_label = QLabel("&GPU backend")
+        gpu_label.setBuddy(self.gpu_backend)
+        opts.addWidget(gpu_label)
+        opts.addWidget(self.gpu_backend)
         opts.addStretch(1)
         grid.addLayout(opts, 2, 1, 1, 7)
         grid.setColumnStretch(1, 2)
@@ -177,6 +221,9 @@ class ControlsBar(QWidget):
             self.parallel.setValue(s.parallel)
             self.prompt.setValue(s.prompt_tokens)
             self.backend.setCurrentIndex(self.backend.findData(s.backend.value))
+            self.min_speed.setValue(s.min_tok_s)
+            gb = s.gpu_backend.value if s.gpu_backend else ""
+            self.gpu_backend.setCurrentIndex(max(self.gpu_backend.findData(gb), 0))
             idx = self.quant.findData(s.quant or "")
             self.quant.setCurrentIndex(max(idx, 0))
         finally:
@@ -193,7 +240,7 @@ class ControlsBar(QWidget):
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
             self.quant.clear()
-            self.quant.addItem("Auto (best that fits)", "")
+            self.quant.addItem("Auto", "")
             for q in spec.available_quants:
                 self.quant.addItem(q, q)
         finally:

@@ -46,8 +46,8 @@ from rigspark_gui.core.placement import (
 from rigspark_gui.core.placement_strategies import even_split, fill_fastest_first, fit_by_ngl
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import PerfProfile, estimate_decode, estimate_prefill
-from rigspark_gui.core.units import gib, tok_s_range
+from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
+from rigspark_gui.core.units import gib, seconds_text, speed_text
 from rigspark_gui.core.weights import RepackBytes, WeightsLayout, repack_for, weights_layout
 from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
 from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
@@ -102,7 +102,7 @@ class LayersTab(QWidget):
         self._spec: ModelSpec | None = None
         self._rig: Rig | None = None
         self._settings: PlanSettings | None = None
-        self._perf: PerfProfile | None = None
+        self._perf: SpeedModel | None = None
         self._quant = ""
         self._layout: WeightsLayout | None = None
         self._repack: RepackBytes | None = None
@@ -167,7 +167,7 @@ class LayersTab(QWidget):
         return self._document
 
     def set_context(
-        self, spec: ModelSpec, rig: Rig, settings: PlanSettings, perf: PerfProfile, quant: str
+        self, spec: ModelSpec, rig: Rig, settings: PlanSettings, perf: SpeedModel, quant: str
     ) -> None:
         """Start over from llama.cpp's placement for this model, rig, settings and quant."""
         self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
@@ -468,11 +468,11 @@ class LayersTab(QWidget):
         g, s = self._spec.geometry, self._settings
         decode = estimate_decode(p, g, self._layout, self._rig, s, self._perf)
         prefill = estimate_prefill(p, g, self._layout, self._rig, s, self._perf)
-        parts = [f"Decode {tok_s_range(decode.low_tok_s, decode.high_tok_s)}"]
-        if prefill.known and prefill.low_seconds is not None and prefill.high_seconds is not None:
+        parts = [f"Decode {speed_text(decode.tok_s, decode.low_tok_s, decode.high_tok_s)}"]
+        if prefill.known and prefill.seconds is not None:
             parts.append(
                 f"prefill of {prefill.prompt_tokens} tokens "
-                f"{prefill.low_seconds:.2f}–{prefill.high_seconds:.2f} s"
+                f"{seconds_text(prefill.seconds, prefill.low_seconds, prefill.high_seconds)}"
             )
         else:
             parts.append(f"prefill {prefill.basis}")

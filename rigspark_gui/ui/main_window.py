@@ -31,7 +31,7 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
@@ -52,6 +52,8 @@ SETTING_KEYS = (
     "backend",
     "quant",
     "prompt_tokens",
+    "gpu_backend",
+    "min_tok_s",
 )
 
 
@@ -156,9 +158,9 @@ class MainWindow(QMainWindow):
             self._error_later("GPU database", str(err))
             return None
 
-    def _load_catalog(self) -> tuple[list[ModelSpec], PerfProfile]:
+    def _load_catalog(self) -> tuple[list[ModelSpec], SpeedModel]:
         specs: list[ModelSpec] = []
-        perf = PerfProfile()
+        perf = SpeedModel()
         try:
             catalog = load_catalog()
             specs = list(catalog.specs())
@@ -493,11 +495,16 @@ class MainWindow(QMainWindow):
                 values[key] = int(raw) if raw.isdigit() else None
             elif key == "flash_attn":
                 values[key] = raw.lower() == "true"
-            elif key == "quant":
+            elif key in ("quant", "gpu_backend"):
                 values[key] = raw or None
+            elif key == "min_tok_s":
+                try:
+                    values[key] = float(raw)
+                except ValueError:
+                    values[key] = None
             else:
                 values[key] = raw
-        values = {k: v for k, v in values.items() if v is not None or k == "quant"}
+        values = {k: v for k, v in values.items() if v is not None or k in ("quant", "gpu_backend")}
         if values and not self.session.update_settings(**values):
             self.problem.hide()  # a stale saved choice is dropped quietly
         model = str(q.value("plan/model", DEFAULT_MODEL))

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.chart_spec import fit_chart, speed_chart
 from rigspark_gui.core.paths import PathPlan
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.units import gib, tok_s_range
-from rigspark_gui.report.text import path_label
+from rigspark_gui.core.units import gib, seconds_text, speed_text
+from rigspark_gui.report.text import auto_rule, path_label
 from rigspark_gui.ui.charts import COLOURS, FitChartWidget, SpeedChartWidget
 
 COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
@@ -35,9 +35,17 @@ def verdict_text(p: PathPlan, recommended: bool) -> str:
 
 def prefill_text(p: PathPlan) -> str:
     f = p.prefill
-    if not f.known or f.low_seconds is None or f.high_seconds is None:
+    if not f.known or f.seconds is None:
         return "unknown"
-    return f"{f.low_seconds:.1f}-{f.high_seconds:.1f} s for {f.prompt_tokens} tokens"
+    return f"{seconds_text(f.seconds, f.low_seconds, f.high_seconds)} for {f.prompt_tokens} tokens"
+
+
+def ladder_tip(p: PathPlan) -> str:
+    """The path's quality/speed ladder for a tooltip: every quantization that fits."""
+    if not p.ladder:
+        return ""
+    lines = [f"  {o.quant:<8} {speed_text(o.tok_s)}" for o in p.ladder]
+    return "\nFits on this path (best quality first):\n" + "\n".join(lines)
 
 
 class PathsTab(QWidget):
@@ -72,13 +80,18 @@ class PathsTab(QWidget):
         rec = plan.recommended
         if rec is not None:
             p = next(x for x in plan.paths if x.path is rec)
-            speed = tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+            t = p.throughput
+            speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s) if t.known else "speed unknown"
             # Rich text: the model name comes from a file anyone may have written.
-            self.summary.setText(
+            text = (
                 f"<b>{escape(plan.model_name)}</b> runs on the <b>{escape(path_label(p))}</b> "
                 f"path at <b>{escape(p.quant or '')}</b> — {gib(p.required_bytes)} of "
-                f"{gib(p.usable_bytes)}, {speed if p.throughput.known else 'speed unknown'}."
+                f"{gib(p.usable_bytes)}, {escape(speed)}."
             )
+            if p.choice:
+                text += f"<br>{escape(p.choice)}."
+            self.summary.setText(text)
+            self.summary.setToolTip(auto_rule(plan.settings))
         else:
             self.summary.setText(
                 f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
@@ -97,11 +110,8 @@ class PathsTab(QWidget):
             f"compute buffer {b.compute_bytes:,} B (estimate)\nreserve {b.reserve_bytes:,} B\n"
             f"required {p.required_bytes:,} B of usable {p.usable_bytes:,} B"
         )
-        speed = (
-            tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
-            if p.throughput.known
-            else "unknown"
-        )
+        t = p.throughput
+        speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s) if t.known else "unknown"
         cells = [
             (
                 path_label(p),
@@ -109,7 +119,10 @@ class PathsTab(QWidget):
                 + (f"\n-ngl {p.ngl}" if p.ngl is not None else ""),
             ),
             (verdict_text(p, recommended), "the first path that fits is recommended"),
-            (p.quant or "–", "the best quantization that fits (or the smallest tried)"),
+            (
+                p.quant or "–",
+                (p.choice or "the best quality that fits at the minimum speed") + ladder_tip(p),
+            ),
             (f"{gib(p.required_bytes)} / {gib(p.usable_bytes)}", exact),
             (
                 f"needs {gib(p.shortfall_bytes)} more" if p.shortfall_bytes else "–",
@@ -117,7 +130,7 @@ class PathsTab(QWidget):
                 if p.shortfall_bytes
                 else "",
             ),
-            (speed, p.throughput.basis),
+            (speed, t.basis + ladder_tip(p)),
             (prefill_text(p), p.prefill.basis),
             (p.reason.value if p.reason else "", "what limits this path"),
         ]

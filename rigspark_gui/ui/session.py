@@ -16,7 +16,7 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings, make_settings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 
 
 class PlannerSession(QObject):
@@ -27,7 +27,7 @@ class PlannerSession(QObject):
     rig_changed = Signal(object)  # Rig
     models_changed = Signal()
 
-    def __init__(self, specs: list[ModelSpec], perf: PerfProfile) -> None:
+    def __init__(self, specs: list[ModelSpec], perf: SpeedModel) -> None:
         super().__init__()
         self._specs: dict[str, ModelSpec] = {s.id: s for s in specs}
         self.perf = perf

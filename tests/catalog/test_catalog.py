@@ -11,7 +11,7 @@ from rigspark_gui.catalog.size_check import size_checks
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.resources import data_file
 from tests.conftest import make_rig
 
@@ -44,7 +44,7 @@ def test_every_entry_is_cited_and_plans(entry) -> None:
     assert "config.json" in entry.source
     assert entry.verified_from
     spec = entry.to_spec()
-    p = plan(spec, make_rig(2), PlanSettings(context=4096), PerfProfile())
+    p = plan(spec, make_rig(2), PlanSettings(context=4096), SpeedModel())
     assert p.paths and p.model_id == entry.id
 
 

@@ -19,7 +19,7 @@ from rigspark_gui.core.placement import (
     move_layers,
 )
 from rigspark_gui.core.settings import Backend, PlanSettings
-from rigspark_gui.core.throughput import bytes_read_per_token
+from rigspark_gui.core.speed import bytes_read_per_token
 from rigspark_gui.core.weights import weights_layout
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 

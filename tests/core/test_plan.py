@@ -10,7 +10,7 @@ from rigspark_gui.core.paths import PathName, Reason
 from rigspark_gui.core.plan import max_context, plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings, make_settings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
 LLAMA_70B = LLAMA_31_8B.model_copy(
@@ -89,8 +89,8 @@ def test_unknown_bandwidth_says_unknown(llama8b, perf) -> None:
 
 
 def test_no_calibration_says_unknown(llama8b, rig2x3090) -> None:
-    p = plan(llama8b, rig2x3090, PlanSettings(), PerfProfile())
-    assert p.paths[0].throughput.basis.startswith("unknown: no calibrated")
+    p = plan(llama8b, rig2x3090, PlanSettings(), SpeedModel())
+    assert p.paths[0].throughput.basis.startswith("unknown: no speed calibration")
 
 
 def test_bad_settings() -> None:
@@ -134,7 +134,7 @@ gib_sizes = st.integers(min_value=1, max_value=160)
     context=st.integers(256, 131072),
 )
 def test_more_memory_never_turns_a_fit_into_a_non_fit(vram, extra, ram, context) -> None:
-    spec, s, perf = spec_of(LLAMA_70B), PlanSettings(context=context), PerfProfile()
+    spec, s, perf = spec_of(LLAMA_70B), PlanSettings(context=context), SpeedModel()
     small = plan(spec, make_rig(2, ram_gib=ram, vram_gib=vram), s, perf)
     big = plan(spec, make_rig(2, ram_gib=ram + extra, vram_gib=vram + extra), s, perf)
     for a, b in zip(small.paths, big.paths, strict=True):

@@ -45,7 +45,7 @@ def test_report_carries_the_engines_plan(report: PlanReport) -> None:
     assert bandwidth.basis == "spec" and "TechPowerUp" in bandwidth.source
     topics = {a.topic for a in report.assumptions}
     assert {"Compute buffer", "Speed basis"} <= topics
-    assert any("data/perf.json" in t for t in topics)
+    assert any("data/speed_model.json" in t for t in topics)
 
 
 def test_building_reads_no_clock(report: PlanReport) -> None:

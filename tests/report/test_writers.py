@@ -15,7 +15,7 @@ from PySide6.QtGui import QImage
 
 from rigspark_gui.catalog import durable
 from rigspark_gui.catalog.durable import WriteError
-from rigspark_gui.core.units import gib, human_bytes, tok_s_range
+from rigspark_gui.core.units import gib, human_bytes, speed_text
 from rigspark_gui.report.charts import (
     FIT_SIZE,
     KV_SIZE,
@@ -126,7 +126,9 @@ def test_html_tables_hold_the_plans_numbers(qapp, report: PlanReport) -> None:
         assert row[3] == gib(p.required_bytes)
         assert row[4] == gib(p.usable_bytes)
         assert row[5] == (gib(p.shortfall_bytes) if p.shortfall_bytes else "—")
-        assert row[7] == tok_s_range(p.throughput.low_tok_s, p.throughput.high_tok_s)
+        assert row[7] == speed_text(
+            p.throughput.tok_s, p.throughput.low_tok_s, p.throughput.high_tok_s
+        )
     assert paths[2][0].startswith("★ multi-gpu")
     assert paths[1][5] == "7.6 GiB"
 

@@ -9,7 +9,7 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import CPU, Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.throughput import PerfProfile
+from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.ui.lane_model import LAYERS_MIME, encode_units
 from rigspark_gui.ui.layers_tab import LayersTab
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
@@ -18,7 +18,7 @@ MOVE = Qt.DropAction.MoveAction
 
 
 @pytest.fixture
-def tab(qtbot, llama8b: ModelSpec, rig2x3090: Rig, perf: PerfProfile) -> LayersTab:
+def tab(qtbot, llama8b: ModelSpec, rig2x3090: Rig, perf: SpeedModel) -> LayersTab:
     w = LayersTab()
     qtbot.addWidget(w)
     w.set_context(llama8b, rig2x3090, PlanSettings(), perf, "Q4_K_M")
@@ -110,7 +110,7 @@ def test_summary_line_changes_after_a_move(tab: LayersTab) -> None:
     assert tab.summary.text() != before and "Decode" in tab.summary.text()
 
 
-def test_capacity_bar_warns_in_text_when_overcommitted(qtbot, perf: PerfProfile) -> None:
+def test_capacity_bar_warns_in_text_when_overcommitted(qtbot, perf: SpeedModel) -> None:
     w = LayersTab()
     qtbot.addWidget(w)
     rig = make_rig(2, vram_gib=6)
@@ -141,7 +141,7 @@ def test_strategies_and_commands(tab: LayersTab) -> None:
     assert not tab.copy_button.isEnabled()
 
 
-def test_moe_experts_to_cpu(qtbot, perf: PerfProfile) -> None:
+def test_moe_experts_to_cpu(qtbot, perf: SpeedModel) -> None:
     g = LLAMA_31_8B.model_copy(
         update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
     )

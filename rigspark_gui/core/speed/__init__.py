@@ -1,0 +1,59 @@
+"""How fast a placement runs: decode and prefill, a point with its calibrated band.
+
+The public face of the speed model; other packages import from here only."""
+
+from rigspark_gui.core.speed.devices import (
+    cpu_isa,
+    default_backend,
+    device_class,
+    quant_family,
+)
+from rigspark_gui.core.speed.estimate import (
+    DecodeShape,
+    Prefill,
+    Throughput,
+    estimate_decode_shape,
+    estimate_prefill_reads,
+)
+from rigspark_gui.core.speed.model import (
+    Band,
+    CpuIsa,
+    DecodeParams,
+    DeviceClass,
+    GpuBackend,
+    PrefillParams,
+    QuantFamily,
+    SpeedModel,
+)
+from rigspark_gui.core.speed.placed import (
+    bytes_read_per_token,
+    decode_depth,
+    estimate_decode,
+    estimate_prefill,
+    layers_in_ranges,
+)
+
+__all__ = [
+    "Band",
+    "CpuIsa",
+    "DecodeParams",
+    "DecodeShape",
+    "DeviceClass",
+    "GpuBackend",
+    "Prefill",
+    "PrefillParams",
+    "QuantFamily",
+    "SpeedModel",
+    "Throughput",
+    "bytes_read_per_token",
+    "cpu_isa",
+    "decode_depth",
+    "default_backend",
+    "device_class",
+    "estimate_decode",
+    "estimate_decode_shape",
+    "estimate_prefill",
+    "estimate_prefill_reads",
+    "layers_in_ranges",
+    "quant_family",
+]

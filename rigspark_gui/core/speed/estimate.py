@@ -1,0 +1,238 @@
+"""Decode and prefill estimates of one placement: a point with its calibrated band."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rigspark_gui.core.model_spec import Frozen
+from rigspark_gui.core.rig import Gpu, Rig, Vendor
+from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
+from rigspark_gui.core.speed.devices import (
+    RUNS_ON,
+    backend_for,
+    cpu_isa,
+    device_class,
+    family_mix,
+    geforce_accumulate_factor,
+    mixed_factor,
+)
+from rigspark_gui.core.speed.model import (
+    CPU_BACKEND,
+    Band,
+    DecodeParams,
+    QuantFamily,
+    SpeedModel,
+)
+from rigspark_gui.core.weights import WeightsLayout
+
+CPU = "cpu"
+
+
+class Throughput(Frozen):
+    """Decode speed: a point, its band and the basis of both."""
+
+    tok_s: float | None = None
+    low_tok_s: float | None = None
+    high_tok_s: float | None = None
+    known: bool = False
+    basis: str
+    limiting_device: str | None = None
+    depth: int | None = None
+
+
+class Prefill(Frozen):
+    prompt_tokens: int
+    seconds: float | None = None
+    low_seconds: float | None = None
+    high_seconds: float | None = None
+    known: bool = False
+    basis: str
+
+
+class DecodeShape(NamedTuple):
+    """What one decode step does on each device."""
+
+    reads: dict[str, float]  # bytes streamed per token (weights, active experts, KV)
+    layers: dict[str, int]  # blocks on each device
+    boundaries: int  # device hand-offs per token
+    depth: int  # tokens of context the KV reads were taken at
+
+
+class _DeviceTime(NamedTuple):
+    seconds: float
+    note: str
+
+
+def _gpu(rig: Rig, device: str) -> Gpu:
+    return rig.gpus[int(device.split(":")[1])]
+
+
+def _backend_key(gpu: Gpu, s: PlanSettings) -> tuple[GpuBackend, str | None]:
+    """The GPU backend and, for engines that are not llama.cpp, the engine's factor key."""
+    b = backend_for(gpu, s.gpu_backend)
+    if s.backend is Backend.MLX:
+        return GpuBackend.METAL, "mlx"
+    if s.backend is Backend.VLLM:
+        return b, "vllm"
+    return b, None
+
+
+def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: GpuBackend) -> float:
+    """The quantization factor of a file's mix under one backend (its kernels differ:
+    K-quants run relatively slower under Metal than under CUDA)."""
+    adj = p.backend_quant_factor
+    factors = {
+        f: p.quant_factor.get(f, 1.0) * adj.get(f"{backend.value}:{f.value}", 1.0) for f in mix
+    }
+    return mixed_factor(mix, factors)
+
+
+def _unknown(what: str) -> Throughput:
+    return Throughput(basis=f"unknown: {what}")
+
+
+def _backend_factor(model: SpeedModel, gpu: Gpu, backend: GpuBackend, engine: str | None) -> float:
+    assert model.decode is not None
+    f = model.decode.backend_factor
+    factor = f.get(f"{backend.value}:{gpu.vendor.value}", f.get(backend.value, 1.0))
+    if engine is not None:
+        factor *= f.get(engine, 1.0)
+    return factor
+
+
+def estimate_decode_shape(
+    shape: DecodeShape, layout: WeightsLayout, rig: Rig, s: PlanSettings, model: SpeedModel
+) -> Throughput:
+    """Seconds per token summed over the devices (layer split runs them in turn)."""
+    p = model.decode
+    if p is None:
+        return _unknown("no speed calibration loaded")
+    mix = family_mix(layout.tensor_types)
+    cpu_q = mixed_factor(mix, p.cpu_quant_factor)
+    elements_per_byte = layout.n_params / layout.total_bytes if layout.total_bytes else 0.0
+    total = shape.boundaries * p.hop_seconds
+    worst: tuple[float, str] | None = None
+    only_cpu = True
+    cpu_bound = False
+    for device, b in shape.reads.items():
+        if b <= 0:
+            continue
+        layers = shape.layers.get(device, 0)
+        if device == CPU:
+            bw = rig.cpu.memory_bandwidth_gbps
+            if bw is None:
+                return _unknown(
+                    "CPU memory bandwidth is not known (measure it, or give it in the rig)"
+                )
+            isa = cpu_isa(rig.cpu)
+            cores = rig.cpu.cores or rig.cpu.threads
+            stream = bw * 1e9 * p.cpu_efficiency
+            core_bw = p.cpu_core_bandwidth.get(isa)
+            if cores and core_bw:
+                stream = min(stream, cores * core_bw)
+            t = b / stream
+            rate = p.cpu_core_rate.get(isa)
+            if cores and rate:
+                compute = b * elements_per_byte / (cores * rate * cpu_q)
+                if compute > t:
+                    t, cpu_bound = compute, True
+            t += layers * p.layer_seconds.get(CPU_BACKEND, 0.0)
+        else:
+            only_cpu = False
+            gpu = _gpu(rig, device)
+            if gpu.bandwidth_gbps is None:
+                return _unknown(f"{device} ({gpu.name}) memory bandwidth is not known")
+            backend, engine = _backend_key(gpu, s)
+            if gpu.vendor not in RUNS_ON[backend]:
+                return _unknown(f"{backend.value} does not run on {gpu.vendor.value} GPUs")
+            eff = p.efficiency.get(device_class(gpu))
+            if eff is None:
+                return _unknown(f"no calibration for {gpu.name}'s device class")
+            eff *= _backend_factor(model, gpu, backend, engine) * _gpu_quant(p, mix, backend)
+            t = b / (gpu.bandwidth_gbps * 1e9 * min(eff, 1.0))
+            t += layers * p.layer_seconds.get(backend.value, 0.0)
+        t /= model.local_decode_scale.get(device, 1.0)
+        total += t
+        if worst is None or t > worst[0]:
+            worst = (t, device)
+    if total <= 0 or worst is None:
+        return _unknown("nothing to read")
+    point = 1.0 / total
+    band: Band = p.cpu_band if only_cpu else p.band
+    local = any(d in model.local_decode_scale for d in shape.reads)
+    why = "compute-bound on the CPU, " if cpu_bound else ""
+    basis = (
+        f"estimated at {shape.depth} tokens of context: {why}bytes read / (bandwidth x "
+        f"efficiency) + per-layer cost; {model.local_basis if local else model.basis}"
+    )
+    return Throughput(
+        tok_s=point,
+        low_tok_s=point * band.low,
+        high_tok_s=point * band.high,
+        known=True,
+        basis=basis,
+        limiting_device=worst[1],
+        depth=shape.depth,
+    )
+
+
+def estimate_prefill_reads(
+    weight_reads: dict[str, float],
+    layers: dict[str, int],
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    model: SpeedModel,
+    attn_width: int,
+) -> Prefill:
+    """Prompt processing: each device multiplies the share of active parameters it
+    holds and runs the attention products of its layers (QK and PV over the prompt,
+    causal); the devices run one after another. `attn_width`: query heads x head size."""
+    tokens = min(s.prompt_tokens, s.context)
+    p, d = model.prefill, model.decode
+    if p is None or d is None:
+        return Prefill(prompt_tokens=tokens, basis="unknown: no prefill calibration loaded")
+    q = mixed_factor(family_mix(layout.tensor_types), p.quant_factor)
+    total_read = sum(weight_reads.values())
+    ubatches = -(-tokens // s.n_ubatch)
+    seconds = 0.0
+    for device, b in weight_reads.items():
+        if b <= 0 or total_read <= 0:
+            continue
+        params = layout.n_active_params * b / total_read
+        if device == CPU:
+            rate = p.cpu_core_flops.get(cpu_isa(rig.cpu))
+            cores = rig.cpu.cores or rig.cpu.threads
+            if not rate or not cores:
+                return Prefill(prompt_tokens=tokens, basis="unknown: CPU core count not known")
+            flops = rate * cores
+            layer_s = d.layer_seconds.get(CPU_BACKEND, 0.0)
+        else:
+            gpu = _gpu(rig, device)
+            backend, _ = _backend_key(gpu, s)
+            eff = p.efficiency.get(device_class(gpu))
+            if gpu.fp16_tflops is None or eff is None:
+                return Prefill(
+                    prompt_tokens=tokens, basis=f"unknown: {gpu.name} FP16 FLOPS not known"
+                )
+            flops = gpu.fp16_tflops * 1e12 * eff
+            if gpu.vendor is Vendor.NVIDIA:
+                flops *= geforce_accumulate_factor(gpu.name)
+            layer_s = d.layer_seconds.get(backend.value, 0.0)
+        n = layers.get(device, 0)
+        attn = 4.0 * n * attn_width * tokens * (tokens / 2)
+        t = (2.0 * params * tokens + attn) / (flops * q) + ubatches * n * layer_s
+        seconds += t / model.local_prefill_scale.get(device, 1.0)
+    if seconds <= 0:
+        return Prefill(prompt_tokens=tokens, basis="unknown: nothing to compute")
+    return Prefill(
+        prompt_tokens=tokens,
+        seconds=seconds,
+        # a faster-than-predicted run (band.high) takes less time
+        low_seconds=seconds / p.band.high,
+        high_seconds=seconds / p.band.low,
+        known=True,
+        basis=f"estimated: (2 x active parameters x prompt tokens + attention) / (FLOPS x "
+        "efficiency); "
+        f"{model.basis}",
+    )

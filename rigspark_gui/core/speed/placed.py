@@ -1,0 +1,111 @@
+"""Speed of a placement: what each device reads and holds, handed to the estimator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, kv_devices
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.speed.estimate import (
+    DecodeShape,
+    Prefill,
+    Throughput,
+    estimate_decode_shape,
+    estimate_prefill_reads,
+)
+from rigspark_gui.core.speed.model import SpeedModel
+from rigspark_gui.core.weights import WeightsLayout
+
+
+def decode_depth(s: PlanSettings) -> int:
+    """The depth a decode estimate is given at: right after the prompt."""
+    return min(s.prompt_tokens, s.context)
+
+
+def bytes_read_per_token(
+    placement: Placement, g: Geometry, layout: WeightsLayout, s: PlanSettings, depth: int
+) -> dict[str, float]:
+    """Bytes each device streams for one decode step at `depth` tokens of context."""
+    read: dict[str, float] = {}
+    kv_dev = kv_devices(placement, s)  # a block's cache may stay where -ngl put it
+    for u in placement.units:
+        if u.unit == INPUT:
+            continue  # one embedding row per token: negligible
+        if u.unit == OUTPUT:
+            b = layout.output_bytes + layout.tied_head_bytes
+            read[u.device] = read.get(u.device, 0.0) + b
+            continue
+        il = u.index
+        experts = layout.block_expert_bytes[il] * layout.expert_fraction_active
+        dense = layout.block_bytes[il] - layout.block_expert_bytes[il]
+        cells = min(depth, kv_cells(g, il, s))
+        kv = kv_row_pair_bytes(g, il, s.kv_k, s.kv_v) * cells
+        read[u.device] = read.get(u.device, 0.0) + dense
+        read[kv_dev[il]] = read.get(kv_dev[il], 0.0) + kv
+        exp_dev = u.experts_device or u.device
+        read[exp_dev] = read.get(exp_dev, 0.0) + experts
+    return read
+
+
+def layers_per_device(placement: Placement) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for u in placement.units:
+        if u.unit != INPUT and u.unit != OUTPUT:
+            out[u.device] = out.get(u.device, 0) + 1
+    return out
+
+
+def boundaries(placement: Placement) -> int:
+    devices = [u.device for u in placement.units if u.unit != INPUT]
+    return sum(1 for a, b in pairwise(devices) if a != b)
+
+
+def layers_in_ranges(ranges: Sequence[tuple[str, int, int]], n_layer: int) -> dict[str, int]:
+    """Blocks per device of llama.cpp slot runs (the last slot is the output head)."""
+    out: dict[str, int] = {}
+    for d, lo, hi in ranges:
+        n = max(min(hi, n_layer) - lo, 0)
+        if n:
+            out[d] = out.get(d, 0) + n
+    return out
+
+
+def estimate_decode(
+    placement: Placement,
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    model: SpeedModel,
+) -> Throughput:
+    depth = decode_depth(s)
+    shape = DecodeShape(
+        bytes_read_per_token(placement, g, layout, s, depth),
+        layers_per_device(placement),
+        boundaries(placement),
+        depth,
+    )
+    return estimate_decode_shape(shape, layout, rig, s, model)
+
+
+def estimate_prefill(
+    placement: Placement,
+    g: Geometry,
+    layout: WeightsLayout,
+    rig: Rig,
+    s: PlanSettings,
+    model: SpeedModel,
+) -> Prefill:
+    return estimate_prefill_reads(
+        bytes_read_per_token(placement, g, layout, s, 0),
+        layers_per_device(placement),
+        layout,
+        rig,
+        s,
+        model,
+        g.n_head * g.head_dim_k,
+    )

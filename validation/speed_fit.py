@@ -1,0 +1,782 @@
+"""Fit the speed model on the cited rows of data/perf.json and judge it on rows it was
+not fitted to (leave one device out).
+
+The engine evaluates the model one placement at a time (rigspark_gui.core.speed); this
+module evaluates the same formula over every row at once with numpy so that a fit, and
+a leave-one-device-out pass of fits, takes seconds. tests/validation checks that both
+give the same number for every row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rigspark_gui.core.rig import Vendor
+from rigspark_gui.core.speed import (
+    Band,
+    CpuIsa,
+    DecodeParams,
+    DeviceClass,
+    GpuBackend,
+    PrefillParams,
+    QuantFamily,
+    SpeedModel,
+    quant_family,
+)
+from rigspark_gui.core.speed.devices import NATIVE_BACKEND, class_of, geforce_accumulate_factor
+
+ROOT = Path(__file__).resolve().parents[1]
+PERF_PATH = ROOT / "data" / "perf.json"
+GPUS_PATH = ROOT / "data" / "gpus.json"
+MODEL_PATH = ROOT / "data" / "speed_model.json"
+GIB = 1 << 30
+UBATCH = 512
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What a benchmarked model reads per token. Sources: each model's config.json on
+    Hugging Face (num_hidden_layers, vocab_size, hidden_size, num_key_value_heads,
+    head_dim, tie_word_embeddings) and the parameter counts llama-bench prints."""
+
+    key: str
+    n_layer: int
+    n_vocab: int
+    n_embd: int
+    kv_values_per_token: int  # K + V values per token over all layers (f16 cache: x2 bytes)
+    params_b: float
+    active_params_b: float | None = None  # MoE
+    tied: bool = False
+
+
+# Patterns are matched against the model column (lower case) of each row.
+ARCHS: tuple[tuple[str, Arch], ...] = (
+    (r"gpt-?oss.?120b", Arch("gpt-oss-120b", 36, 201088, 2880, 36 * 2 * 8 * 64, 116.83, 5.13)),
+    (r"gpt-?oss.?20b", Arch("gpt-oss-20b", 24, 201088, 2880, 24 * 2 * 8 * 64, 20.91, 3.61)),
+    (
+        r"qwen3.?moe.*30b|qwen3.?30b.?a3b",
+        Arch("qwen3-30b-a3b", 48, 151936, 2048, 48 * 2 * 4 * 128, 30.53, 3.34),
+    ),
+    (
+        r"qwen3.?moe.*235b|235b\.a22b",
+        Arch("qwen3-235b-a22b", 94, 151936, 4096, 94 * 2 * 4 * 128, 235.09, 22.14),
+    ),
+    (r"mixtral|8x7b", Arch("mixtral-8x7b", 32, 32000, 4096, 32 * 2 * 8 * 128, 46.70, 12.88)),
+    (
+        r"deepseek2.*16b|deepseek.?v2.?lite",
+        Arch("deepseek-v2-lite", 27, 102400, 2048, 27 * 576, 15.71, 2.66),
+    ),
+    (
+        r"glm4.?moe.*106b|glm.?4\.5.?air",
+        Arch("glm-4.5-air", 46, 151552, 4096, 46 * 2 * 8 * 128, 110.47, 12.1),
+    ),
+    (
+        r"llama.?4.*scout|17b\.16e",
+        Arch("llama-4-scout", 48, 202048, 5120, 48 * 2 * 8 * 128, 107.77, 17.17),
+    ),
+    (
+        r"(meta-)?llama.?3(\.\d)?.?70b|llama 70b",
+        Arch("llama-3-70b", 80, 128256, 8192, 80 * 2 * 8 * 128, 70.55),
+    ),
+    (r"llama.?2.?70b", Arch("llama-2-70b", 80, 32000, 8192, 80 * 2 * 8 * 128, 68.98)),
+    (
+        r"(meta-)?llama.?3(\.\d)?.?8b|llama 8b",
+        Arch("llama-3-8b", 32, 128256, 4096, 32 * 2 * 8 * 128, 8.03),
+    ),
+    (
+        r"llama.?3\.2.?3b|llama 3b",
+        Arch("llama-3.2-3b", 28, 128256, 3072, 28 * 2 * 8 * 128, 3.21, None, True),
+    ),
+    (
+        r"llama.?3\.2.?1b|llama 1b",
+        Arch("llama-3.2-1b", 16, 128256, 2048, 16 * 2 * 8 * 64, 1.24, None, True),
+    ),
+    (r"llama.?(v?2.?)?13b|llama 13b", Arch("llama-2-13b", 40, 32000, 5120, 40 * 2 * 5120, 13.02)),
+    (
+        r"llama.?(v?2.?)?7b|llama 7b|mistral.?7b",
+        Arch("llama-2-7b", 32, 32000, 4096, 32 * 2 * 4096, 6.74),
+    ),
+    (
+        r"qwen2(\.5)?.?1\.5b",
+        Arch("qwen2-1.5b", 28, 151936, 1536, 28 * 2 * 2 * 128, 1.54, None, True),
+    ),
+    (r"qwen2(\.5)?.?32b|qwen3.?32b", Arch("qwen-32b", 64, 152064, 5120, 64 * 2 * 8 * 128, 32.76)),
+    (r"qwen2(\.5)?.?14b|qwen3.?14b", Arch("qwen-14b", 48, 152064, 5120, 48 * 2 * 8 * 128, 14.77)),
+    (r"qwen2(\.5)?.?7b|qwen3.?8b", Arch("qwen-7b", 28, 152064, 3584, 28 * 2 * 4 * 128, 7.62)),
+    (r"gemma.?3.?27b", Arch("gemma-3-27b", 62, 262208, 5376, 62 * 2 * 16 * 128, 27.01, None, True)),
+    (r"gemma.?2.?9b", Arch("gemma-2-9b", 42, 256000, 3584, 42 * 2 * 8 * 256, 9.24, None, True)),
+)
+
+# Bits per weight of the token-embedding table in each file type (llama-quantize keeps
+# it at the file's base type; ggml block sizes, DESIGN §3).
+_EMBD_BPW = {
+    "F32": 32.0, "F16": 16.0, "BF16": 16.0, "Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K": 5.5,
+    "Q5_0": 5.5, "Q5_1": 6.0, "Q4_K": 4.5, "Q4_0": 4.5, "Q4_1": 5.0, "Q3_K": 3.4375,
+    "Q2_K": 2.625, "IQ4_XS": 4.25, "IQ4_NL": 4.5, "MXFP4": 16.0,
+}  # fmt: skip
+
+
+# GPU cores of the bin whose TFLOPS data/gpus.json gives (Apple press releases cited there).
+APPLE_GPU_CORES = {
+    "Apple M1": 8, "Apple M1 Pro": 16, "Apple M1 Max": 32, "Apple M1 Ultra": 64,
+    "Apple M2": 10, "Apple M2 Pro": 19, "Apple M2 Max": 38, "Apple M2 Ultra": 76,
+}  # fmt: skip
+
+
+# Whole-file bits per weight of llama-quantize's mixes, measured on Llama-3.1-8B
+# (DESIGN §3), for rows whose source did not print llama-bench's size column.
+_FILE_BPW = {
+    "Q2_K": 3.16, "Q3_K_S": 3.64, "Q4_K_S": 4.67, "Q4_K_M": 4.89, "Q5_K_M": 5.70,
+    "Q6_K": 6.56, "Q8_0": 8.50, "F16": 16.0, "BF16": 16.0, "IQ4_XS": 4.46,
+}  # fmt: skip
+
+
+def arch_of(model: str) -> Arch | None:
+    """The table's entry for a benchmarked model; None when its geometry is not known
+    (then the bytes it reads per token are not known either and the row is skipped)."""
+    m = model.lower()
+    for pattern, arch in ARCHS:
+        if re.search(pattern, m):
+            return arch
+    return None
+
+
+def _embd_bpw(quant: str) -> float:
+    q = quant.upper()
+    for key, bpw in _EMBD_BPW.items():
+        if q.startswith(key):
+            return bpw
+    return 4.5
+
+
+def attention_flops(n_layer: int, width: int, tokens: int, depth: float) -> float:
+    """FLOPs of the attention products of a prompt of `tokens` after `depth` tokens of
+    context (causal: each token attends to depth + its position)."""
+    return 4.0 * n_layer * width * tokens * (depth + tokens / 2)
+
+
+def test_tokens(test: str) -> tuple[str, int] | None:
+    """("tg"|"pp", tokens) from a llama-bench test name like tg128 or pp512."""
+    m = re.fullmatch(r"(tg|pp)(\d+)(?:@d\d+)?", test.strip().lower())
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+@dataclass
+class Row:
+    """One published measurement with the quantities the model needs."""
+
+    raw: dict[str, Any]
+    device_key: str  # the device held out together in leave-one-device-out
+    kind: str  # "tg" or "pp"
+    tokens: int
+    measured: float  # tok/s
+    is_cpu: bool
+    cls: DeviceClass
+    backend: str  # cuda | rocm | vulkan | metal | sycl | cpu
+    backend_factor_key: str | None  # None = the vendor's own backend
+    family: QuantFamily
+    isa: CpuIsa
+    bandwidth_gbps: float
+    flops: float | None  # dense FP16 FLOP/s (GPU) or None
+    cores: int | None
+    n_devices: int
+    n_layer: int
+    attn_flops: float  # prefill: QK and PV products of the prompt over its context
+    weight_read_bytes: float  # per token, weights actually read
+    kv_read_bytes: float  # per token at the row's mean depth
+    elements: float  # weight elements read per token
+    active_params: float
+    moe: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def load_gpu_db(path: Path = GPUS_PATH) -> dict[str, dict[str, Any]]:
+    data = json.loads(path.read_text())
+    out: dict[str, dict[str, Any]] = {}
+    for g in data["gpus"]:
+        for n in [g["name"], *g.get("aliases", [])]:
+            out[_norm(n)] = g
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+
+
+def build_rows(
+    perf: dict[str, Any], gpus: dict[str, dict[str, Any]]
+) -> tuple[list[Row], list[str]]:
+    """Rows the model can be judged on, and why the others were skipped."""
+    rows: list[Row] = []
+    skipped: list[str] = []
+    for raw in perf["rows"]:
+        why = _skip_reason(raw)
+        if why:
+            skipped.append(f"{raw.get('device')} {raw.get('model')} {raw.get('test')}: {why}")
+            continue
+        row = _row(raw, gpus)
+        if isinstance(row, str):
+            skipped.append(f"{raw.get('device')} {raw.get('model')} {raw.get('test')}: {row}")
+        else:
+            rows.append(row)
+    return rows, skipped
+
+
+def _skip_reason(raw: dict[str, Any]) -> str | None:
+    if not raw.get("tok_s") or raw["tok_s"] <= 0:
+        return "no figure"
+    if test_tokens(str(raw.get("test", ""))) is None:
+        return "not a tg/pp test"
+    if raw.get("exclude"):
+        return str(raw["exclude"])
+    return None
+
+
+def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
+    kind, tokens = test_tokens(str(raw["test"]))  # type: ignore[misc]
+    backend = str(raw["backend"]).lower()
+    arch = (
+        Arch(key=str(raw["model"]), **raw["arch"])
+        if raw.get("arch")
+        else arch_of(str(raw["model"]))
+    )
+    quant = str(raw.get("quant") or "")
+    size_gib = raw.get("size_gib")
+    if arch is None:
+        return "model architecture not in the table (bytes read per token unknown)"
+    params = float(raw.get("params_b") or arch.params_b) * 1e9
+    if not size_gib:
+        bpw = _FILE_BPW.get(quant.upper())
+        if bpw is None:
+            return "no file size"
+        size_gib = params * bpw / 8 / GIB  # llama-bench's size column was not printed
+    size = float(size_gib) * GIB
+    moe = arch.active_params_b is not None
+    if moe:
+        active = arch.active_params_b * 1e9  # type: ignore[operator]
+        weights = size * active / params
+    else:
+        active = params
+        embd = 0.0 if arch.tied else arch.n_vocab * arch.n_embd * _embd_bpw(quant) / 8
+        weights = size - embd
+    depth = float(raw.get("depth") or 0) + (tokens / 2 if kind == "tg" else 0)
+    kv = arch.kv_values_per_token * 2 * depth
+    attn = attention_flops(arch.n_layer, arch.n_embd, tokens, float(raw.get("depth") or 0))
+    elements = params * (weights + kv) / size  # the engine counts KV reads as elements too
+    is_cpu = backend == "cpu"
+    family = quant_family(quant)
+    if is_cpu:
+        bw = raw.get("bandwidth_gbps")
+        if not bw:
+            return "CPU row without a memory bandwidth figure"
+        feats = str(raw.get("isa") or "").lower()
+        isa = CpuIsa(feats) if feats in CpuIsa.__members__.values() else CpuIsa.OTHER
+        cores = raw.get("threads") or raw.get("cpu_cores")
+        return Row(
+            raw, _norm(str(raw["device"])), kind, tokens, float(raw["tok_s"]), True,
+            DeviceClass.CPU, "cpu", None, family, isa, float(bw), None,
+            int(cores) if cores else None, 1, arch.n_layer, attn, weights, kv, elements,
+            active, moe,
+        )  # fmt: skip
+    spec = gpus.get(_norm(str(raw["device"])))
+    if spec is None:
+        return "device not in the GPU database"
+    vendor = Vendor(spec["vendor"])
+    bw = float(raw.get("bandwidth_gbps") or spec["memory_bandwidth_gbps"])
+    flops = spec.get("fp16_tflops")
+    if flops and vendor is Vendor.NVIDIA:
+        flops *= geforce_accumulate_factor(spec["name"])
+    full_cores = APPLE_GPU_CORES.get(spec["name"])
+    if raw.get("gpu_cores") and full_cores and flops:
+        flops = flops * raw["gpu_cores"] / full_cores  # a smaller bin of the same chip
+    try:
+        gb = GpuBackend(backend)
+    except ValueError:
+        return f"unknown backend {backend}"
+    native = NATIVE_BACKEND.get(vendor)
+    factor_key = None if gb is native else f"{gb.value}:{vendor.value}"
+    cls = class_of(vendor.value, spec["name"])
+    return Row(
+        raw, _norm(spec["name"]), kind, tokens, float(raw["tok_s"]), False, cls, gb.value,
+        factor_key, family, CpuIsa.OTHER, bw, flops * 1e12 if flops else None, None,
+        int(raw.get("n_devices") or 1), arch.n_layer, attn, weights, kv, elements, active, moe,
+    )  # fmt: skip
+
+
+# ---- the model over all rows at once ------------------------------------------------
+
+# Starting points and priors (log-space ridge keeps unidentified parameters here).
+_PRIOR: dict[str, float] = {
+    "eff": 0.7, "bf": 1.0, "qf": 0.9, "qb": 1.0, "ls": 2e-5, "hop": 2e-4,
+    "cpu_eff": 0.8, "cpu_core_bw": 1.5e10, "cpu_rate": 4e9, "cpu_qf": 1.0,
+    "pp_eff": 0.4, "pp_qf": 0.8, "cpu_flops": 5e10,
+}  # fmt: skip
+_RIDGE = 0.05
+
+
+class Params:
+    """Named positive parameters over a log-space vector."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+
+    def x0(self) -> np.ndarray:
+        return np.log([_PRIOR[n.split("[")[0]] for n in self.names])
+
+
+def _decode_names(rows: Sequence[Row]) -> list[str]:
+    names: list[str] = []
+    for r in rows:
+        if r.kind != "tg":
+            continue
+        if r.is_cpu:
+            names += [
+                "cpu_eff",
+                f"cpu_core_bw[{r.isa.value}]",
+                f"cpu_rate[{r.isa.value}]",
+                "ls[cpu]",
+            ]
+            if r.family is not QuantFamily.FLOAT:
+                names.append(f"cpu_qf[{r.family.value}]")
+        else:
+            names += [f"eff[{r.cls.value}]", f"ls[{r.backend}]"]
+            if r.backend_factor_key:
+                names.append(f"bf[{r.backend_factor_key}]")
+            if r.family is not QuantFamily.FLOAT:
+                names += [f"qf[{r.family.value}]", f"qb[{r.backend}:{r.family.value}]"]
+            if r.n_devices > 1:
+                names.append("hop")
+    return list(dict.fromkeys(names))
+
+
+def _prefill_names(rows: Sequence[Row]) -> list[str]:
+    names: list[str] = []
+    for r in rows:
+        if r.kind != "pp":
+            continue
+        if r.is_cpu:
+            names.append(f"cpu_flops[{r.isa.value}]")
+        else:
+            names.append(f"pp_eff[{r.cls.value}]")
+        if r.family is not QuantFamily.FLOAT:
+            names.append(f"pp_qf[{r.family.value}]")
+    return list(dict.fromkeys(names))
+
+
+def _get(p: dict[str, float], name: str, default: float) -> float:
+    return p.get(name, default)
+
+
+def predict_decode(p: dict[str, float], r: Row) -> float:
+    """Tokens per second of a decode row (the engine's formula, DESIGN §4)."""
+    read = r.weight_read_bytes + r.kv_read_bytes
+    if r.is_cpu:
+        bw = r.bandwidth_gbps * 1e9 * p["cpu_eff"]
+        core_bw = p.get(f"cpu_core_bw[{r.isa.value}]")
+        if r.cores and core_bw:
+            bw = min(bw, r.cores * core_bw)
+        t = read / bw
+        rate = p.get(f"cpu_rate[{r.isa.value}]")
+        if rate and r.cores:
+            qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"cpu_qf[{r.family.value}]", 1.0)
+            t = max(t, r.elements / (r.cores * rate * qf))
+        t += r.n_layer * _get(p, "ls[cpu]", 0.0)
+        return 1.0 / t
+    eff = p[f"eff[{r.cls.value}]"]
+    if r.backend_factor_key:
+        eff *= _get(p, f"bf[{r.backend_factor_key}]", 1.0)
+    if r.family is not QuantFamily.FLOAT:
+        eff *= _get(p, f"qf[{r.family.value}]", 1.0)
+        eff *= _get(p, f"qb[{r.backend}:{r.family.value}]", 1.0)
+    t = read / (r.bandwidth_gbps * 1e9 * min(eff, 1.0))
+    t += r.n_layer * _get(p, f"ls[{r.backend}]", 0.0)
+    t += (r.n_devices - 1) * _get(p, "hop", 2e-4)
+    return 1.0 / t
+
+
+def predict_prefill(p: dict[str, float], d: dict[str, float], r: Row) -> float | None:
+    qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"pp_qf[{r.family.value}]", 1.0)
+    if r.is_cpu:
+        rate = p.get(f"cpu_flops[{r.isa.value}]")
+        if not rate or not r.cores:
+            return None
+        flops = rate * r.cores
+        ls = _get(d, "ls[cpu]", 0.0)
+    else:
+        eff = p.get(f"pp_eff[{r.cls.value}]")
+        if r.flops is None or eff is None:
+            return None
+        flops = r.flops * eff
+        ls = _get(d, f"ls[{r.backend}]", 0.0)
+    t = (2.0 * r.active_params * r.tokens + r.attn_flops) / (flops * qf)
+    t += math.ceil(r.tokens / UBATCH) * r.n_layer * ls
+    return r.tokens / t
+
+
+class _Design:
+    """The rows as arrays: each factor of the formula gathered from the log-parameter
+    vector by index (the last slot holds log 1 = 0 for factors a row does not use)."""
+
+    def __init__(self, names: list[str], rows: Sequence[Row]) -> None:
+        self.names = names
+        idx = {n: i for i, n in enumerate(names)}
+        none = len(names)
+
+        def col(fn: Any) -> np.ndarray:
+            return np.array([idx.get(fn(r), none) if fn(r) else none for r in rows])
+
+        def val(fn: Any) -> np.ndarray:
+            return np.array([float(fn(r)) for r in rows])
+
+        self.rows = rows
+        self.cpu = np.array([r.is_cpu for r in rows])
+        self.read = val(lambda r: r.weight_read_bytes + r.kv_read_bytes)
+        self.bw = val(lambda r: r.bandwidth_gbps * 1e9)
+        self.layers = val(lambda r: r.n_layer)
+        self.hops = val(lambda r: r.n_devices - 1)
+        self.cores = val(lambda r: r.cores or 0)
+        self.elements = val(lambda r: r.elements)
+        self.tokens = val(lambda r: r.tokens)
+        self.work = val(lambda r: 2.0 * r.active_params * r.tokens + r.attn_flops)
+        self.flops = val(lambda r: r.flops or 1.0)
+        self.ubatches = val(lambda r: math.ceil(r.tokens / UBATCH))
+        fam = lambda r: None if r.family is QuantFamily.FLOAT else r.family.value  # noqa: E731
+        self.i_eff = col(lambda r: f"eff[{r.cls.value}]")
+        self.i_bf = col(lambda r: r.backend_factor_key and f"bf[{r.backend_factor_key}]")
+        self.i_qf = col(lambda r: fam(r) and f"qf[{fam(r)}]")
+        self.i_qb = col(lambda r: fam(r) and f"qb[{r.backend}:{fam(r)}]")
+        self.i_ls = col(lambda r: f"ls[{r.backend}]")
+        self.i_hop = col(lambda r: "hop")
+        self.i_ceff = col(lambda r: "cpu_eff")
+        self.i_cbw = col(lambda r: f"cpu_core_bw[{r.isa.value}]")
+        self.i_rate = col(lambda r: f"cpu_rate[{r.isa.value}]")
+        self.i_cqf = col(lambda r: fam(r) and f"cpu_qf[{fam(r)}]")
+        self.i_ppeff = col(lambda r: f"pp_eff[{r.cls.value}]")
+        self.i_ppqf = col(lambda r: fam(r) and f"pp_qf[{fam(r)}]")
+        self.i_cflops = col(lambda r: f"cpu_flops[{r.isa.value}]")
+        self.has_rate = self.i_rate < none
+        self.has_cbw = (self.i_cbw < none) & (self.cores > 0)
+
+    def decode(self, x: np.ndarray) -> np.ndarray:
+        lx = np.append(x, 0.0)
+        e = np.exp
+        eff = e(lx[self.i_eff] + lx[self.i_bf] + lx[self.i_qf] + lx[self.i_qb])
+        t_gpu = self.read / (self.bw * np.minimum(eff, 1.0))
+        ls = np.where(self.i_ls < len(x), e(lx[self.i_ls]), 0.0)
+        hop = np.where(self.i_hop < len(x), e(lx[self.i_hop]), _PRIOR["hop"])
+        t_gpu = t_gpu + self.layers * ls + self.hops * hop
+        bw = self.bw * e(lx[self.i_ceff])
+        bw = np.where(self.has_cbw, np.minimum(bw, self.cores * e(lx[self.i_cbw])), bw)
+        t_cpu = self.read / bw
+        rate = self.cores * e(lx[self.i_rate] + lx[self.i_cqf])
+        t_comp = np.where(
+            self.has_rate & (self.cores > 0), self.elements / np.maximum(rate, 1e-9), 0.0
+        )
+        t_cpu = np.maximum(t_cpu, t_comp) + self.layers * ls
+        return np.log(1.0 / np.where(self.cpu, t_cpu, t_gpu))
+
+    def prefill(self, x: np.ndarray, ls_of: np.ndarray) -> np.ndarray:
+        lx = np.append(x, 0.0)
+        e = np.exp
+        flops = np.where(
+            self.cpu,
+            self.cores * e(lx[self.i_cflops]),
+            self.flops * e(lx[self.i_ppeff]),
+        ) * e(lx[self.i_ppqf])
+        t = self.work / flops + self.ubatches * self.layers * ls_of
+        return np.log(self.tokens / t)
+
+
+def _fit_design(
+    names: list[str], rows: Sequence[Row], logpred: Any, iters: int = 60
+) -> dict[str, float]:
+    """Levenberg-Marquardt on log(measured / predicted), parameters in log space, with a
+    light ridge toward the priors so a parameter few rows touch stays plausible."""
+    x = np.log([_PRIOR[n.split("[")[0]] for n in names])
+    prior = x.copy()
+    meas = np.log([r.measured for r in rows])
+    per_device = Counter(r.device_key for r in rows)
+    weight = np.sqrt([1.0 / math.sqrt(per_device[r.device_key]) for r in rows])
+
+    def residuals(v: np.ndarray) -> np.ndarray:
+        return np.concatenate([weight * (logpred(v) - meas), _RIDGE * (v - prior)])
+
+    lam = 1e-2
+    r0 = residuals(x)
+    cost = float(r0 @ r0)
+    for _ in range(iters):
+        jac = np.empty((r0.size, x.size))
+        for j in range(x.size):
+            step = np.zeros_like(x)
+            step[j] = 1e-6
+            jac[:, j] = (residuals(x + step) - r0) / 1e-6
+        jtj = jac.T @ jac
+        g = jac.T @ r0
+        improved = False
+        for _ in range(10):
+            dx = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-9), -g)
+            r1 = residuals(x + dx)
+            c1 = float(r1 @ r1)
+            if c1 < cost:
+                x, r0, lam, improved = x + dx, r1, lam / 3, True
+                break
+            lam *= 4
+        new_cost = float(r0 @ r0)
+        if not improved or cost - new_cost < 1e-12 * max(cost, 1.0):
+            break
+        cost = new_cost
+    return dict(zip(names, (float(v) for v in np.exp(x)), strict=True))
+
+
+def _fit(names: list[str], rows: Sequence[Row], predict: Any, iters: int = 60) -> dict[str, float]:
+    """Levenberg-Marquardt on log(measured / predicted), parameters in log space, with a
+    light ridge toward the priors so a parameter few rows touch stays plausible."""
+    params = Params(names)
+    x = params.x0()
+    prior = x.copy()
+    meas = np.log([r.measured for r in rows])
+    # Each device weighs about the same however many rows it published: a row counts
+    # 1 / sqrt(rows of its device), so one heavily benchmarked card cannot set the fit.
+    per_device = Counter(r.device_key for r in rows)
+    weight = np.sqrt([1.0 / math.sqrt(per_device[r.device_key]) for r in rows])
+
+    def residuals(v: np.ndarray) -> np.ndarray:
+        p = dict(zip(names, np.exp(v), strict=True))
+        pred = np.array([predict(p, r) for r in rows])
+        return np.concatenate([weight * (np.log(pred) - meas), _RIDGE * (v - prior)])
+
+    lam = 1e-2
+    r0 = residuals(x)
+    cost = float(r0 @ r0)
+    for _ in range(iters):
+        jac = np.empty((r0.size, x.size))
+        for j in range(x.size):
+            step = np.zeros_like(x)
+            step[j] = 1e-5
+            jac[:, j] = (residuals(x + step) - r0) / 1e-5
+        jtj = jac.T @ jac
+        g = jac.T @ r0
+        improved = False
+        for _ in range(8):
+            dx = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-9), -g)
+            r1 = residuals(x + dx)
+            c1 = float(r1 @ r1)
+            if c1 < cost:
+                x, r0, lam, improved = x + dx, r1, lam / 3, True
+                break
+            lam *= 4
+        if not improved or abs(cost - float(r0 @ r0)) < 1e-10:
+            cost = float(r0 @ r0)
+            break
+        cost = float(r0 @ r0)
+    return dict(zip(names, (float(v) for v in np.exp(x)), strict=True))
+
+
+def fit_decode(rows: Sequence[Row]) -> dict[str, float]:
+    tg = [r for r in rows if r.kind == "tg"]
+    names = _decode_names(tg)
+    return _fit_design(names, tg, _Design(names, tg).decode)
+
+
+def _prefill_rows(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r.kind == "pp" and (r.flops is not None or (r.is_cpu and r.cores))]
+
+
+def fit_prefill(rows: Sequence[Row], decode: dict[str, float]) -> dict[str, float]:
+    pp = _prefill_rows(rows)
+    names = _prefill_names(pp)
+    design = _Design(names, pp)
+    ls_of = np.array([decode.get(f"ls[{r.backend}]", 0.0) for r in pp])
+    return _fit_design(names, pp, lambda x: design.prefill(x, ls_of))
+
+
+# ---- judging on held-out rows --------------------------------------------------------
+
+
+@dataclass
+class Heldout:
+    row: Row
+    predicted: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.row.measured / self.predicted if self.predicted else None
+
+
+def leave_one_device_out(rows: Sequence[Row]) -> list[Heldout]:
+    """Predict every device's rows from a fit on all other devices."""
+    out: list[Heldout] = []
+    devices = sorted({r.device_key for r in rows})
+    for dev in devices:
+        train = [r for r in rows if r.device_key != dev]
+        test = [r for r in rows if r.device_key == dev]
+        d = fit_decode(train)
+        pp = fit_prefill(train, d)
+        for r in test:
+            if r.kind == "tg":
+                ok = _covered(d, r)
+                out.append(Heldout(r, predict_decode(d, r) if ok else None))
+            else:
+                out.append(Heldout(r, predict_prefill(pp, d, r) if _covered_pp(pp, r) else None))
+    return out
+
+
+def _covered(p: dict[str, float], r: Row) -> bool:
+    """Whether the training rows calibrated what this row needs (class, backend)."""
+    if r.is_cpu:
+        return "cpu_eff" in p
+    if f"eff[{r.cls.value}]" not in p:
+        return False
+    return r.backend_factor_key is None or f"bf[{r.backend_factor_key}]" in p
+
+
+def _covered_pp(p: dict[str, float], r: Row) -> bool:
+    if r.is_cpu:
+        return f"cpu_flops[{r.isa.value}]" in p
+    return r.flops is not None and f"pp_eff[{r.cls.value}]" in p
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+@dataclass
+class Stats:
+    n: int
+    median_abs: float
+    p90_abs: float
+    inside: float
+    widest: float
+
+
+# The band spans the 8th to 92nd percentile of held-out measured / predicted: 84 % of
+# held-out rows by construction, so that "truth inside the band" holds at >= 80 % on
+# devices the band was not taken from.
+BAND_QUANTILES = (0.08, 0.92)
+
+
+def band_of(ratios: Sequence[float]) -> Band:
+    lo, hi = BAND_QUANTILES
+    return Band(
+        low=min(max(quantile(ratios, lo), 0.01), 1.0),
+        high=max(quantile(ratios, hi), 1.0),
+        rows=len(ratios),
+    )
+
+
+def judge(held: Sequence[Heldout], bands: dict[str, Band]) -> Stats:
+    """Errors of the point, and whether the truth fell inside the band the engine would
+    show; each row's band is taken from the held-out residuals of the *other* devices."""
+    errs: list[float] = []
+    inside = 0
+    widest = 0.0
+    for h in held:
+        ratio = h.ratio
+        if ratio is None:
+            continue
+        errs.append(abs(1 / ratio - 1))  # |predicted / measured - 1|
+        b = bands[h.row.device_key]
+        inside += b.low <= ratio <= b.high
+        widest = max(widest, 1 - b.low, b.high - 1)
+    n = len(errs)
+    return Stats(
+        n=n,
+        median_abs=statistics.median(errs) if errs else float("nan"),
+        p90_abs=quantile(errs, 0.9),
+        inside=inside / n if n else float("nan"),
+        widest=widest,
+    )
+
+
+def bands_excluding(held: Sequence[Heldout], kind: str, cpu: bool) -> dict[str, Band]:
+    """For each device: the band from every other device's held-out ratios."""
+    pool = [h for h in held if h.ratio is not None and h.row.kind == kind and h.row.is_cpu == cpu]
+    out: dict[str, Band] = {}
+    for dev in {h.row.device_key for h in held}:
+        ratios = [h.ratio for h in pool if h.row.device_key != dev]
+        if len(ratios) < 5:  # too few other devices of the kind: the GPUs' decode band
+            ratios = [
+                h.ratio for h in held
+                if h.ratio is not None and h.row.kind == "tg" and not h.row.is_cpu
+                and h.row.device_key != dev
+            ]  # fmt: skip
+        out[dev] = band_of([r for r in ratios if r is not None])
+    return out
+
+
+# ---- the engine's parameter file ----------------------------------------------------
+
+
+def to_speed_model(
+    decode: dict[str, float],
+    prefill: dict[str, float],
+    held: Sequence[Heldout],
+    n_rows: int,
+    n_devices: int,
+) -> SpeedModel:
+    def pick(p: dict[str, float], prefix: str) -> dict[str, float]:
+        return {k[len(prefix) + 1 : -1]: v for k, v in p.items() if k.startswith(prefix + "[")}
+
+    def ratios(kind: str, cpu: bool) -> list[float]:
+        return [
+            h.ratio
+            for h in held
+            if h.ratio is not None and h.row.kind == kind and h.row.is_cpu == cpu
+        ]
+
+    gpu_tg, cpu_tg = ratios("tg", False), ratios("tg", True)
+    pp = ratios("pp", False) + ratios("pp", True)
+    qf = {QuantFamily(k): v for k, v in pick(decode, "qf").items()}
+    qf.setdefault(QuantFamily.FLOAT, 1.0)
+    cqf = {QuantFamily(k): v for k, v in pick(decode, "cpu_qf").items()}
+    cqf.setdefault(QuantFamily.FLOAT, 1.0)
+    pqf = {QuantFamily(k): v for k, v in pick(prefill, "pp_qf").items()}
+    pqf.setdefault(QuantFamily.FLOAT, 1.0)
+    d = DecodeParams(
+        backend_quant_factor=pick(decode, "qb"),
+        efficiency={DeviceClass(k): v for k, v in pick(decode, "eff").items()},
+        backend_factor=pick(decode, "bf"),
+        quant_factor=qf,
+        layer_seconds=pick(decode, "ls"),
+        hop_seconds=decode.get("hop", _PRIOR["hop"]),
+        cpu_efficiency=min(decode.get("cpu_eff", _PRIOR["cpu_eff"]), 1.5),
+        cpu_core_bandwidth={CpuIsa(k): v for k, v in pick(decode, "cpu_core_bw").items()},
+        cpu_core_rate={CpuIsa(k): v for k, v in pick(decode, "cpu_rate").items()},
+        cpu_quant_factor=cqf,
+        band=band_of(gpu_tg),
+        cpu_band=band_of(cpu_tg) if cpu_tg else band_of(gpu_tg),
+    )
+    p = PrefillParams(
+        efficiency={DeviceClass(k): v for k, v in pick(prefill, "pp_eff").items()},
+        quant_factor=pqf,
+        cpu_core_flops={CpuIsa(k): v for k, v in pick(prefill, "cpu_flops").items()},
+        band=band_of(pp),
+    )
+    return SpeedModel(
+        decode=d,
+        prefill=p,
+        basis=f"calibrated on {n_rows} published llama-bench rows over {n_devices} devices "
+        "(data/perf.json)",
+        source="data/speed_model.json",
+    )
+
+
+def load_inputs() -> tuple[list[Row], list[str]]:
+    perf = json.loads(PERF_PATH.read_text())
+    return build_rows(perf, load_gpu_db())
