@@ -208,9 +208,16 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
         from rigspark_gui.catalog.rig_file import load_rig
 
         return load_rig(args.rig, db)
-    from rigspark_gui.hardware.detect import detect
+    from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
 
-    return detect(database=db, timeout_s=5.0)
+    rig = detect(database=db, timeout_s=5.0)
+    if rig.cpu.memory_bandwidth_gbps is None:
+        # CPU speed rests on it: measure once (a few seconds), kept for later runs
+        print(f"{PROG}: measuring this machine's RAM bandwidth (once)…", file=sys.stderr)
+        rig, result = with_measured_bandwidth(rig)
+        if result.busy:
+            print(f"{PROG}: note: {result.reason}; the figure is not kept", file=sys.stderr)
+    return rig
 
 
 def settings_from(args: argparse.Namespace) -> PlanSettings:
@@ -397,7 +404,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     print(f"CPU: {rig.cpu.name} ({rig.cpu.cores or '?'} cores)")
     print(f"RAM: {gib(rig.ram_total_bytes)} total, {gib(rig.ram_usable_bytes)} usable")
     bw = rig.cpu.memory_bandwidth_gbps
-    print(f"RAM bandwidth: {f'{bw:.1f} GB/s' if bw else 'unknown (use --bandwidth)'}")
+    if bw:
+        print(f"RAM bandwidth: {bw:.1f} GB/s ({rig.cpu.basis_of('memory_bandwidth_gbps').source})")
+    else:
+        print("RAM bandwidth: unknown (use --bandwidth)")
     if not rig.gpus:
         print("GPUs: none")
     for gpu in rig.gpus:

@@ -43,6 +43,12 @@ def spec_of(g: Geometry, model_id: str = "m", quants: tuple[str, ...] = QUANTS) 
     return ModelSpec(id=model_id, name=model_id, geometry=g, quants=quants)
 
 
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """No test reads or writes the real per-user cache (measured bandwidth, calibration)."""
+    monkeypatch.setenv("RIGSPARK_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+
+
 @pytest.fixture
 def llama8b() -> ModelSpec:
     return spec_of(LLAMA_31_8B, "llama-3.1-8b")

@@ -1,15 +1,17 @@
-"""A short, bounded measurement of RAM bandwidth (run on request only).
+"""A stable measurement of RAM bandwidth, the figure CPU decode speed rests on.
 
-Decode speed on the CPU path is bound by RAM bandwidth, which no OS API reports. We
-time a numpy copy of a buffer far larger than any CPU cache, split across a few
-threads (numpy releases the GIL for the copy) because one core alone cannot saturate
-several memory channels. The figure is a lower bound of the peak: STREAM-style copy,
-counting bytes read plus bytes written.
+No OS API reports it. We stream *read-only* over a buffer far beyond the last-level
+cache (decode reads weights, it writes almost nothing), one thread per physical core
+(numpy releases the GIL in reductions; one core alone cannot saturate several memory
+channels), after a warm-up pass, and keep the median of several runs with their spread.
+A machine busy with other work gives a low and noisy figure: then the result says so
+and is not cached (bandwidth_cache), so the next start measures again.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,18 +21,26 @@ from pydantic import BaseModel, ConfigDict
 
 from rigspark_gui.core.rig import MIB, Basis, Provenance
 
-DEFAULT_BUFFER_BYTES = 256 * MIB
-DEFAULT_REPEATS = 5
-DEFAULT_TIME_BUDGET_S = 1.0
-MAX_THREADS = 8
+MIN_BUFFER_BYTES = 512 * MIB
+MAX_BUFFER_BYTES = 2048 * MIB
+DEFAULT_REPEATS = 7
+DEFAULT_TIME_BUDGET_S = 3.0
+MAX_THREADS = 32
+# Another process using more than this share of the CPU, or runs spreading more than
+# this around their median, makes the figure untrustworthy.
+BUSY_CPU_PERCENT = 40.0
+MAX_SPREAD = 0.25
 
 
 class BandwidthResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    bandwidth_gbps: float
+    bandwidth_gbps: float  # median of the timed runs
     buffer_bytes: int
     threads: int
     runs: int
+    spread: float = 0.0  # (max - min) / median of the runs
+    busy: bool = False  # measured while the machine was busy or unstable: not to be cached
+    reason: str = ""
     provenance: Provenance
 
 
@@ -43,68 +53,99 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def _default_threads() -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+def physical_cores() -> int:
+    try:
+        import psutil
+
+        n = psutil.cpu_count(logical=False)
+    except Exception:  # psutil missing or failing: the logical count is the best we have
+        n = None
+    return max(1, min(n or os.cpu_count() or 1, MAX_THREADS))
+
+
+def default_buffer_bytes(l3_bytes: int | None = None) -> int:
+    """Four times the last-level cache, at least 512 MiB, at most 2 GiB."""
+    want = 4 * l3_bytes if l3_bytes else MIN_BUFFER_BYTES
+    return int(min(max(want, MIN_BUFFER_BYTES), MAX_BUFFER_BYTES))
+
+
+def _busy_percent() -> float | None:
+    """CPU use by everything else right now (psutil's system-wide figure)."""
+    try:
+        import psutil
+
+        return float(psutil.cpu_percent(interval=0.2))
+    except Exception:
+        return None
 
 
 def _measure(
-    buffer_bytes: int, threads: int, repeats: int, time_budget_s: float
+    buffer_bytes: int, threads: int, repeats: int, time_budget_s: float, check_busy: bool
 ) -> BandwidthResult:
-    # Filling both buffers first makes the OS map every page, so the timed copies
-    # measure memory, not page faults.
-    src = np.ones(buffer_bytes // 8, dtype=np.float64)
-    dst = np.empty_like(src)
-    dst.fill(0.0)
-    src_parts = np.array_split(src, threads)
-    dst_parts = np.array_split(dst, threads)
-    moved = 2 * src.nbytes  # each byte read once and written once
-    # The budget bounds the timed copies; allocating and touching the buffers above
-    # costs about one more copy.
+    load_before = _busy_percent() if check_busy else None
+    # Filling the buffer first makes the OS map every page, so the timed passes measure
+    # memory, not page faults; the first pass after it is a warm-up and is not timed.
+    data = np.ones(buffer_bytes // 8, dtype=np.uint64)
+    parts = np.array_split(data, threads)
     deadline = time.perf_counter() + time_budget_s
-
-    best_s = float("inf")
-    runs = 0
+    rates: list[float] = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        while runs < repeats:
+        list(pool.map(np.max, parts))
+        while len(rates) < repeats:
             start = time.perf_counter()
-            list(pool.map(np.copyto, dst_parts, src_parts))
+            list(pool.map(np.max, parts))
             elapsed = time.perf_counter() - start
-            best_s = min(best_s, elapsed)
-            runs += 1
+            rates.append(data.nbytes / elapsed / 1e9)
             # Stop early rather than overrun: the next run would take about as long.
-            if time.perf_counter() + elapsed > deadline:
+            if len(rates) >= 3 and time.perf_counter() + elapsed > deadline:
                 break
-    gbps = round(moved / best_s / 1e9, 1)
+    median = statistics.median(rates)
+    spread = (max(rates) - min(rates)) / median if median > 0 else 0.0
+    reason = ""
+    if load_before is not None and load_before > BUSY_CPU_PERCENT:
+        reason = f"the machine was busy ({load_before:.0f} % CPU in use before measuring)"
+    elif spread > MAX_SPREAD:
+        reason = f"the runs spread {spread:.0%} around their median"
+    gbps = round(median, 1)
+    plural = "s" if threads != 1 else ""
     return BandwidthResult(
         bandwidth_gbps=gbps,
-        buffer_bytes=src.nbytes,
+        buffer_bytes=data.nbytes,
         threads=threads,
-        runs=runs,
+        runs=len(rates),
+        spread=round(spread, 3),
+        busy=bool(reason),
+        reason=reason,
         provenance=Provenance(
             basis=Basis.MEASURED,
             source=(
-                f"numpy copy of {src.nbytes // MIB} MiB on {threads} thread"
-                f"{'s' if threads != 1 else ''}, best of {runs}: a lower bound of peak"
+                f"read-only stream over {data.nbytes // MIB} MiB on {threads} thread{plural}, "
+                f"median of {len(rates)} runs (spread {spread:.0%})"
+                + (f"; unreliable: {reason}" if reason else "")
             ),
         ),
     )
 
 
 def measure_ram_bandwidth(
-    buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+    buffer_bytes: int | None = None,
     *,
     threads: int | None = None,
     repeats: int = DEFAULT_REPEATS,
     time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+    check_busy: bool = True,
 ) -> BandwidthResult:
-    """Measure once per process and buffer/thread setting; later calls return the cache."""
-    n_threads = threads or _default_threads()
-    if n_threads < 1 or buffer_bytes < MIB:
+    """Measure once per process and buffer/thread setting; later calls return the
+    in-process cache (a busy result is not kept)."""
+    n_threads = threads or physical_cores()
+    size = buffer_bytes or default_buffer_bytes()
+    if n_threads < 1 or size < MIB:
         raise ValueError("need at least one thread and a buffer of at least 1 MiB")
-    key = (buffer_bytes, n_threads)
+    key = (size, n_threads)
     with _lock:
         cached = _cache.get(key)
         if cached is None:
-            cached = _measure(buffer_bytes, n_threads, max(1, repeats), time_budget_s)
-            _cache[key] = cached
+            cached = _measure(size, n_threads, max(1, repeats), time_budget_s, check_busy)
+            if not cached.busy:
+                _cache[key] = cached
     return cached

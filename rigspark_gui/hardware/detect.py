@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from rigspark_gui.core.rig import Basis, Cpu, Gpu, Provenance, Rig
-from rigspark_gui.hardware import amd, apple, bandwidth_probe, cpu, nvidia
+from rigspark_gui.hardware import amd, apple, bandwidth_cache, bandwidth_probe, cpu, nvidia
 
 T = TypeVar("T")
 
@@ -88,11 +88,14 @@ def detect(
     timeout_s: float = 5.0,
     models_dir: Path | None = None,
     probe_bandwidth: bool = False,
+    cached_bandwidth: bool = True,
     system: str | None = None,
     sysfs_root: Path = Path("/sys"),
 ) -> Rig:
     """Detect GPUs, CPU, RAM and disk; fill GPU figures from `database` when given.
 
+    RAM bandwidth: measured when `probe_bandwidth` (and then kept for this machine), else
+    taken from this machine's earlier measurement when `cached_bandwidth`.
     `system` (as `platform.system()` names it) and `sysfs_root` exist for tests.
     """
     system = system or platform.system()
@@ -153,6 +156,18 @@ def detect(
     rig_prov: dict[str, Provenance] = {}
     if host is not None:
         cpu_model = host.cpu
+        key = bandwidth_cache.machine_key(cpu_model.name, cpu_model.cores, host.ram_total_bytes)
+        if bw is not None and not bw.busy:
+            bandwidth_cache.store_bandwidth(key, bw.bandwidth_gbps, bw.provenance.source)
+        if bw is None and cached_bandwidth:
+            hit = bandwidth_cache.cached_bandwidth(key)
+            if hit is not None:
+                cpu_model = cpu_model.model_copy(
+                    update={
+                        "memory_bandwidth_gbps": hit[0],
+                        "provenance": {**cpu_model.provenance, "memory_bandwidth_gbps": hit[1]},
+                    }
+                )
         if bw is not None:
             cpu_model = cpu_model.model_copy(
                 update={
@@ -190,3 +205,24 @@ def detect(
 
 def to_json(rig: Rig) -> str:
     return rig.model_dump_json(indent=2)
+
+
+def machine_key_of(rig: Rig) -> str:
+    return bandwidth_cache.machine_key(rig.cpu.name, rig.cpu.cores, rig.ram_total_bytes)
+
+
+def with_measured_bandwidth(rig: Rig) -> tuple[Rig, bandwidth_probe.BandwidthResult]:
+    """`rig` with this machine's RAM bandwidth measured now (kept for later runs unless the
+    machine was busy, in which case the figure is still used once, marked unreliable)."""
+    result = bandwidth_probe.measure_ram_bandwidth()
+    if not result.busy:
+        bandwidth_cache.store_bandwidth(
+            machine_key_of(rig), result.bandwidth_gbps, result.provenance.source
+        )
+    cpu_model = rig.cpu.model_copy(
+        update={
+            "memory_bandwidth_gbps": result.bandwidth_gbps,
+            "provenance": {**rig.cpu.provenance, "memory_bandwidth_gbps": result.provenance},
+        }
+    )
+    return rig.model_copy(update={"cpu": cpu_model}), result

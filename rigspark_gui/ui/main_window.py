@@ -43,6 +43,7 @@ from rigspark_gui.ui.paths_tab import PathsTab
 from rigspark_gui.ui.session import PlannerSession
 
 DEFAULT_MODEL = "llama-3.1-8b-instruct"
+RETRY_BANDWIDTH_MS = 120_000  # a busy machine measures again after two minutes
 SETTING_KEYS = (
     "context",
     "kv_k",
@@ -77,6 +78,8 @@ class MainWindow(QMainWindow):
         settings: QSettings | None = None,
     ) -> None:
         super().__init__()
+        # a detected machine measures its RAM bandwidth by itself when none is known yet
+        self.auto_bandwidth = detect_on_start
         self.setWindowTitle(APP_NAME)
         self.resize(1400, 860)
         self.qsettings = settings or QSettings()
@@ -245,26 +248,49 @@ class MainWindow(QMainWindow):
             f"Detected {gpus} GPU{'s' if gpus != 1 else ''} and "
             f"{rig.ram_total_bytes / (1 << 30):.0f} GiB RAM"
             + (f" — {rig.notes[0]}" if rig.notes else "")
-            + (
-                ""
-                if rig.cpu.memory_bandwidth_gbps
-                else " — RAM bandwidth unknown: View ▸ Measure RAM bandwidth (Ctrl+B)"
-            ),
+            + ("" if rig.cpu.memory_bandwidth_gbps else " — measuring RAM bandwidth…"),
             10000,
         )
+        if not rig.cpu.memory_bandwidth_gbps and self.auto_bandwidth:
+            # CPU speed rests on it: measure in the background, once per machine
+            self.measure_bandwidth(automatic=True)
 
     @Slot()
-    def measure_bandwidth(self) -> None:
-        from rigspark_gui.hardware.bandwidth_probe import measure_ram_bandwidth
+    def measure_bandwidth(self, automatic: bool = False) -> None:
+        from rigspark_gui.hardware import bandwidth_cache, bandwidth_probe
 
         self.bandwidth_action.setEnabled(False)
         self.statusBar().showMessage("Measuring RAM bandwidth…")
+        if not automatic:
+            bandwidth_probe.clear_cache()  # the user asked for a new measurement
+        key = None
+        detected0 = self.rig_panel.detected_rig()
+        if detected0 is not None:
+            key = bandwidth_cache.machine_key(
+                detected0.cpu.name, detected0.cpu.cores, detected0.ram_total_bytes
+            )
+
+        def measure() -> bandwidth_probe.BandwidthResult:
+            result = bandwidth_probe.measure_ram_bandwidth()
+            if key is not None and not result.busy:
+                bandwidth_cache.store_bandwidth(
+                    key, result.bandwidth_gbps, result.provenance.source
+                )
+            return result
 
         def done(result: object) -> None:
             self.bandwidth_action.setEnabled(True)
             detected = self.rig_panel.detected_rig() or self.rig_panel.rig()
             gbps = float(getattr(result, "bandwidth_gbps", 0.0))
             prov = getattr(result, "provenance", None)
+            if getattr(result, "busy", False):
+                why = getattr(result, "reason", "the machine was busy")
+                self.statusBar().showMessage(
+                    f"RAM bandwidth {gbps:.1f} GB/s is unreliable ({why}): used for now, "
+                    "measuring again in two minutes",
+                    15000,
+                )
+                QTimer.singleShot(RETRY_BANDWIDTH_MS, self._retry_bandwidth)
             cpu = detected.cpu.model_copy(
                 update={
                     "memory_bandwidth_gbps": gbps,
@@ -274,13 +300,22 @@ class MainWindow(QMainWindow):
                 }
             )
             self.rig_panel.set_detected(detected.model_copy(update={"cpu": cpu}))
-            self.statusBar().showMessage(f"RAM bandwidth: {gbps:.1f} GB/s (measured)", 10000)
+            if not getattr(result, "busy", False):
+                self.statusBar().showMessage(
+                    f"RAM bandwidth: {gbps:.1f} GB/s (measured, kept for this machine)", 10000
+                )
 
         def failed(err: Exception, _details: str) -> None:
             self.bandwidth_action.setEnabled(True)
             self.statusBar().showMessage(f"Bandwidth measurement failed: {err}", 10000)
 
-        run_in_background(self, measure_ram_bandwidth, done, failed)
+        run_in_background(self, measure, done, failed)
+
+    def _retry_bandwidth(self) -> None:
+        detected = self.rig_panel.detected_rig()
+        prov = detected.cpu.basis_of("memory_bandwidth_gbps") if detected else None
+        if prov is not None and "unreliable" in prov.source:
+            self.measure_bandwidth(automatic=True)
 
     def _on_detect_failed(self, err: Exception, _details: str) -> None:
         self.detect_progress.hide()

@@ -146,7 +146,9 @@ def test_bandwidth_probe_on_request(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
     def small() -> bandwidth_probe.BandwidthResult:
         calls.append(1)
-        return real(8 * (1 << 20), threads=1, repeats=2)
+        return real(8 * (1 << 20), threads=1, repeats=2, check_busy=False)
+
+    monkeypatch.setattr(bandwidth_probe, "MAX_SPREAD", 1e9)  # a tiny buffer times noisily
 
     monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", small)
 
@@ -156,3 +158,9 @@ def test_bandwidth_probe_on_request(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert without.cpu.memory_bandwidth_gbps is None and calls == [1]
     assert with_bw.cpu.memory_bandwidth_gbps is not None
     assert with_bw.cpu.basis_of("memory_bandwidth_gbps").basis is Basis.MEASURED
+    # the next start takes this machine's figure from the cache, without measuring
+    later = detect(models_dir=tmp_path)
+    assert later.cpu.memory_bandwidth_gbps == with_bw.cpu.memory_bandwidth_gbps
+    assert "cached for this machine" in later.cpu.basis_of("memory_bandwidth_gbps").source
+    assert calls == [1]
+    assert detect(models_dir=tmp_path, cached_bandwidth=False).cpu.memory_bandwidth_gbps is None

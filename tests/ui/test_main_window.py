@@ -176,20 +176,82 @@ def test_rig_edit_replans(qtbot, window) -> None:
     assert all(p.path is not PathName.MULTI_GPU for p in window.session.plan.paths)
 
 
-def test_measuring_ram_bandwidth_gives_the_cpu_path_a_speed(qtbot, window, monkeypatch) -> None:
+def _fake_probe(monkeypatch, gbps: float = 42.0, busy: bool = False) -> list[int]:
+    from rigspark_gui.core.rig import Basis, Provenance
     from rigspark_gui.hardware import bandwidth_probe
 
+    calls: list[int] = []
+
+    def fake(*_a: object, **_k: object) -> bandwidth_probe.BandwidthResult:
+        calls.append(1)
+        return bandwidth_probe.BandwidthResult(
+            bandwidth_gbps=gbps,
+            buffer_bytes=512 << 20,
+            threads=2,
+            runs=7,
+            busy=busy,
+            reason="the machine was busy (90 % CPU in use before measuring)" if busy else "",
+            provenance=Provenance(
+                basis=Basis.MEASURED,
+                source="read-only stream" + ("; unreliable: busy" if busy else ""),
+            ),
+        )
+
+    monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", fake)
+    return calls
+
+
+def _without_bandwidth():
     rig = rig_2x3090()
-    rig = rig.model_copy(update={"cpu": rig.cpu.model_copy(update={"memory_bandwidth_gbps": None})})
-    window.rig_panel.set_detected(rig)
+    return rig.model_copy(
+        update={"cpu": rig.cpu.model_copy(update={"memory_bandwidth_gbps": None})}
+    )
+
+
+def test_measuring_ram_bandwidth_gives_the_cpu_path_a_speed(qtbot, window, monkeypatch) -> None:
+    from rigspark_gui.hardware import bandwidth_cache
+
+    _fake_probe(monkeypatch)
+    window.rig_panel.set_detected(_without_bandwidth())
     cpu_path = next(p for p in window.session.plan.paths if p.path is PathName.CPU)
     assert not cpu_path.throughput.known
     window.bandwidth_action.trigger()
+    qtbot.waitUntil(lambda: window.bandwidth_action.isEnabled())
+    cpu_path = next(p for p in window.session.plan.paths if p.path is PathName.CPU)
+    assert cpu_path.throughput.known and cpu_path.throughput.tok_s
+    assert "kept for this machine" in window.statusBar().currentMessage()
+    assert window.session.rig.cpu.basis_of("memory_bandwidth_gbps").basis.value == "measured"
+    rig = window.session.rig
+    key = bandwidth_cache.machine_key(rig.cpu.name, rig.cpu.cores, rig.ram_total_bytes)
+    assert bandwidth_cache.cached_bandwidth(key) is not None
+
+
+def test_a_detected_machine_measures_its_bandwidth_by_itself(qtbot, window, monkeypatch) -> None:
+    calls = _fake_probe(monkeypatch)
+    window.auto_bandwidth = True
+    window._on_detected(_without_bandwidth())
+    qtbot.waitUntil(lambda: window.session.rig.cpu.memory_bandwidth_gbps is not None)
+    assert calls == [1]
     cpu_path = next(p for p in window.session.plan.paths if p.path is PathName.CPU)
     assert cpu_path.throughput.known
-    assert "measured" in window.statusBar().currentMessage()
-    assert window.session.rig.cpu.basis_of("memory_bandwidth_gbps").basis.value == "measured"
-    bandwidth_probe.clear_cache()
+
+
+def test_a_busy_machine_measures_again_later(qtbot, window, monkeypatch) -> None:
+    from rigspark_gui.hardware import bandwidth_cache
+
+    calls = _fake_probe(monkeypatch, gbps=9.0, busy=True)
+    window.auto_bandwidth = True
+    window._on_detected(_without_bandwidth())
+    qtbot.waitUntil(lambda: window.session.rig.cpu.memory_bandwidth_gbps is not None)
+    assert "unreliable" in window.statusBar().currentMessage()
+    rig = window.session.rig
+    key = bandwidth_cache.machine_key(rig.cpu.name, rig.cpu.cores, rig.ram_total_bytes)
+    assert bandwidth_cache.cached_bandwidth(key) is None  # a busy figure is never kept
+    _fake_probe(monkeypatch, gbps=40.0)
+    window._retry_bandwidth()
+    qtbot.waitUntil(lambda: window.session.rig.cpu.memory_bandwidth_gbps == 40.0)
+    assert calls == [1]
+    assert bandwidth_cache.cached_bandwidth(key) is not None
 
 
 def test_an_imported_gguf_joins_the_picker_and_is_remembered(qtbot, tmp_path) -> None:

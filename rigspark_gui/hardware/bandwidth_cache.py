@@ -1,0 +1,75 @@
+"""This machine's measured RAM bandwidth, kept between runs in the user cache.
+
+Keyed by what would change the figure (CPU model, core count, RAM size), so a moved
+home folder or a memory upgrade measures again. A busy measurement is never stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rigspark_gui.core.rig import Basis, Provenance
+from rigspark_gui.user_dirs import cache_dir
+
+CACHE_NAME = "ram-bandwidth.json"
+MAX_CACHE_BYTES = 1 << 16
+
+
+def machine_key(cpu_name: str, cores: int | None, ram_total_bytes: int | None) -> str:
+    ram_gib = round((ram_total_bytes or 0) / (1 << 30))
+    return f"{cpu_name}|{cores or '?'} cores|{ram_gib} GiB"
+
+
+def _path() -> Path:
+    return cache_dir() / CACHE_NAME
+
+
+def _read() -> dict[str, dict[str, object]]:
+    path = _path()
+    try:
+        if path.stat().st_size > MAX_CACHE_BYTES:
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # absent or damaged: measure again
+    return data if isinstance(data, dict) else {}
+
+
+def cached_bandwidth(key: str) -> tuple[float, Provenance] | None:
+    entry = _read().get(key)
+    if not isinstance(entry, dict):
+        return None
+    gbps, when, how = entry.get("gbps"), entry.get("measured_at"), entry.get("source")
+    if not isinstance(gbps, (int, float)) or isinstance(gbps, bool) or not 0 < gbps < 100000:
+        return None
+    source = f"{how}; measured {when}, cached for this machine"
+    return float(gbps), Provenance(basis=Basis.MEASURED, source=source)
+
+
+def store_bandwidth(key: str, gbps: float, source: str) -> bool:
+    """Keep a measurement; False when the cache folder cannot be written (not an error:
+    the next start measures again)."""
+    data = _read()
+    data[key] = {
+        "gbps": gbps,
+        "source": source,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    path = _path()
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bw-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        return False
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return True
