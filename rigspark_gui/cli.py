@@ -76,6 +76,19 @@ def _min_speed(text: str) -> float:
     return v
 
 
+CALIBRATION_QUANTS = ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0")
+
+
+def _quant_list(text: str) -> tuple[str, ...]:
+    quants = tuple(q.strip().upper() for q in text.split(",") if q.strip())
+    bad = [q for q in quants if q not in CALIBRATION_QUANTS]
+    if not quants or bad:
+        raise argparse.ArgumentTypeError(
+            f"--quants takes some of {', '.join(CALIBRATION_QUANTS)}, got {text!r}"
+        )
+    return quants
+
+
 def _split(text: str) -> list[float]:
     try:
         values = [float(x) for x in text.replace(" ", "").split(",") if x]
@@ -158,6 +171,24 @@ def build_parser() -> argparse.ArgumentParser:
     p_detect = sub.add_parser("detect", help="detect this machine and print the rig")
     p_detect.add_argument("--json", action="store_true")
     p_detect.add_argument("--bandwidth", action="store_true", help="also measure RAM bandwidth")
+    p_cal = sub.add_parser(
+        "calibrate",
+        help="time llama.cpp on this machine and use its speeds from now on",
+        description="Writes a small synthetic model, quantizes it, times llama.cpp on the "
+        "CPU and each GPU, and keeps measured / predicted for later plans. Needs llama-bench "
+        "(and llama-quantize) on PATH, or a Python with llama-cpp-python; installs nothing.",
+    )
+    p_cal.add_argument("--llama-bench", type=Path, metavar="PATH", help="llama-bench to use")
+    p_cal.add_argument(
+        "--llama-python", type=Path, metavar="PATH", help="a Python that has llama-cpp-python"
+    )
+    p_cal.add_argument(
+        "--quants",
+        type=_quant_list,
+        default=None,
+        help="quantizations to time (default: Q4_K_M,Q8_0,Q4_0)",
+    )
+    p_cal.add_argument("--json", action="store_true")
     p_gpus = sub.add_parser("gpus", help="list the GPU database")
     p_gpus.add_argument("--json", action="store_true")
     p_export = sub.add_parser("export", help="write a plan report (html, pdf, md, json)")
@@ -254,7 +285,7 @@ def _emit(data: Any) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.cli_speed import speed_model as load_perf
     from rigspark_gui.core.plan import plan
 
     spec = load_model(args)
@@ -271,7 +302,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_place(args: argparse.Namespace) -> int:
-    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.cli_speed import speed_model as load_perf
     from rigspark_gui.core.placement import auto_place, device_loads
     from rigspark_gui.core.plan import plan
     from rigspark_gui.core.speed import estimate_decode, estimate_prefill
@@ -338,7 +369,7 @@ def cmd_place(args: argparse.Namespace) -> int:
 
 def cmd_rank(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.cli_speed import speed_model as load_perf
     from rigspark_gui.core.ranking import Verdict, rank_models
 
     catalog = load_catalog()
@@ -421,6 +452,45 @@ def cmd_detect(args: argparse.Namespace) -> int:
     return EXIT_FITS
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from rigspark_gui.calibrate import (
+        DEFAULT_QUANTS,
+        find_runner,
+        run_calibration,
+        save_calibration,
+    )
+    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
+
+    runner = find_runner(args.llama_bench, args.llama_python)
+    rig = detect(database=gpu_database(), timeout_s=5.0)
+    if rig.cpu.memory_bandwidth_gbps is None:
+        rig, _ = with_measured_bandwidth(rig)
+
+    def progress(step: int, steps: int, what: str) -> None:
+        print(f"[{step}/{steps}] {what}", file=sys.stderr, flush=True)
+
+    cal = run_calibration(
+        rig, runner, load_perf(), quants=args.quants or DEFAULT_QUANTS, progress=progress
+    )
+    path = save_calibration(cal)
+    if args.json:
+        _emit({"schema_version": 1, "path": str(path), **cal.model_dump(mode="json")})
+        return EXIT_FITS
+    from rigspark_gui.core.units import speed_text
+
+    print(f"Calibrated with {cal.llama_cpp} ({cal.runner})")
+    print(f"  {'device':<34} {'quant':<7} {'measured':>12} {'predicted':>12}  ratio")
+    for r in cal.runs:
+        ratio = f"{r.decode_ratio:.2f}" if r.decode_ratio else "-"
+        print(
+            f"  {r.device_name[:34]:<34} {r.quant:<7} {speed_text(r.measured_tok_s):>12} "
+            f"{speed_text(r.predicted_tok_s):>12}  {ratio}"
+        )
+    print(f"Kept in {path}; plans on this machine use it from now on.")
+    return EXIT_FITS
+
+
 def cmd_gpus(args: argparse.Namespace) -> int:
     from rigspark_gui.core.errors import CatalogError
 
@@ -440,7 +510,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from rigspark_gui.catalog.perf import load_perf
+    from rigspark_gui.cli_speed import speed_model as load_perf
 
     # Charts and PDFs are drawn with QtGui on an offscreen QGuiApplication: no widgets,
     # no window (the import contract forbids QtWidgets and the ui package in the CLI).
@@ -461,6 +531,7 @@ COMMANDS = {
     "models": cmd_models,
     "detect": cmd_detect,
     "gpus": cmd_gpus,
+    "calibrate": cmd_calibrate,
     "export": cmd_export,
 }
 

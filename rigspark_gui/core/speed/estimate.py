@@ -87,6 +87,21 @@ def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: GpuBacke
     return mixed_factor(mix, factors)
 
 
+def _device_key(rig: Rig, device: str) -> str:
+    return f"cpu:{rig.cpu.name}" if device == CPU else f"gpu:{_gpu(rig, device).name}"
+
+
+def local_scale(
+    scales: dict[str, dict[str, float]], key: str, mix: dict[QuantFamily, float]
+) -> float | None:
+    """This machine's measured / predicted for a device and a file's mix of families."""
+    per = scales.get(key)
+    if not per:
+        return None
+    fallback = per.get("*", 1.0)
+    return sum(share * per.get(f.value, fallback) for f, share in mix.items()) or fallback
+
+
 def _unknown(what: str) -> Throughput:
     return Throughput(basis=f"unknown: {what}")
 
@@ -111,6 +126,7 @@ def estimate_decode_shape(
     cpu_q = mixed_factor(mix, p.cpu_quant_factor)
     elements_per_byte = layout.n_params / layout.total_bytes if layout.total_bytes else 0.0
     total = shape.boundaries * p.hop_seconds
+    local = False
     worst: tuple[float, str] | None = None
     only_cpu = True
     cpu_bound = False
@@ -151,7 +167,10 @@ def estimate_decode_shape(
             eff *= _backend_factor(model, gpu, backend, engine) * _gpu_quant(p, mix, backend)
             t = b / (gpu.bandwidth_gbps * 1e9 * min(eff, 1.0))
             t += layers * p.layer_seconds.get(backend.value, 0.0)
-        t /= model.local_decode_scale.get(device, 1.0)
+        scale = local_scale(model.local_decode_scale, _device_key(rig, device), mix)
+        if scale is not None:
+            t /= scale
+            local = True
         total += t
         if worst is None or t > worst[0]:
             worst = (t, device)
@@ -159,7 +178,6 @@ def estimate_decode_shape(
         return _unknown("nothing to read")
     point = 1.0 / total
     band: Band = p.cpu_band if only_cpu else p.band
-    local = any(d in model.local_decode_scale for d in shape.reads)
     why = "compute-bound on the CPU, " if cpu_bound else ""
     basis = (
         f"estimated at {shape.depth} tokens of context: {why}bytes read / (bandwidth x "
@@ -192,7 +210,9 @@ def estimate_prefill_reads(
     p, d = model.prefill, model.decode
     if p is None or d is None:
         return Prefill(prompt_tokens=tokens, basis="unknown: no prefill calibration loaded")
-    q = mixed_factor(family_mix(layout.tensor_types), p.quant_factor)
+    mix = family_mix(layout.tensor_types)
+    q = mixed_factor(mix, p.quant_factor)
+    local = False
     total_read = sum(weight_reads.values())
     ubatches = -(-tokens // s.n_ubatch)
     seconds = 0.0
@@ -222,7 +242,11 @@ def estimate_prefill_reads(
         n = layers.get(device, 0)
         attn = 4.0 * n * attn_width * tokens * (tokens / 2)
         t = (2.0 * params * tokens + attn) / (flops * q) + ubatches * n * layer_s
-        seconds += t / model.local_prefill_scale.get(device, 1.0)
+        scale = local_scale(model.local_prefill_scale, _device_key(rig, device), mix)
+        if scale is not None:
+            t /= scale
+            local = True
+        seconds += t
     if seconds <= 0:
         return Prefill(prompt_tokens=tokens, basis="unknown: nothing to compute")
     return Prefill(
@@ -233,6 +257,5 @@ def estimate_prefill_reads(
         high_seconds=seconds / p.band.low,
         known=True,
         basis=f"estimated: (2 x active parameters x prompt tokens + attention) / (FLOPS x "
-        "efficiency); "
-        f"{model.basis}",
+        f"efficiency); {model.local_basis if local else model.basis}",
     )

@@ -101,8 +101,9 @@ class SpeedModel(Frozen):
     prefill: PrefillParams | None = None
     basis: str = Field(default="", description="which calibration, in words")
     source: str = ""
-    # Figures measured on this machine by `rigspark-plan calibrate`, by device key
-    # ("cpu", "gpu:0"): measured/predicted decode ratios that replace the prior there.
-    local_decode_scale: dict[str, float] = Field(default_factory=dict)
-    local_prefill_scale: dict[str, float] = Field(default_factory=dict)
+    # Measured / predicted on this machine (`rigspark-plan calibrate`), by device
+    # ("cpu:NAME", "gpu:NAME") and quantization family ("*": over the families measured);
+    # a plan's time on that device is divided by it.
+    local_decode_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
+    local_prefill_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
     local_basis: str = ""

@@ -1,0 +1,200 @@
+"""The llama.cpp a calibration times: `llama-bench` (with `llama-quantize`) from a
+llama.cpp build, or a Python that has llama-cpp-python. RigSpark never installs either.
+
+Every call runs a child process with a time limit and can be cancelled from another
+thread; a failure is a CalibrationError with the tool's own last words."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from rigspark_gui.core.errors import RigSparkError
+
+PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
+N_PROMPT, N_GEN, REPEATS = 64, 32, 2
+STEP_TIMEOUT_S = 300.0
+
+
+class CalibrationError(RigSparkError):
+    """llama.cpp could not be found or run."""
+
+
+class CalibrationCancelled(CalibrationError):
+    def __init__(self) -> None:
+        super().__init__("calibration cancelled")
+
+
+class BenchResult(NamedTuple):
+    tg_tok_s: float
+    pp_tok_s: float
+    build: str
+
+
+class GpuTarget(NamedTuple):
+    """A GPU to time on: its index in the rig and the variable that shows llama.cpp only it."""
+
+    index: int
+    visible_env: str  # CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES ...
+
+
+class Runner(Protocol):
+    name: str
+
+    def version(self, cancel: threading.Event) -> str: ...
+    def quantize(self, src: Path, dst: Path, quant: str, cancel: threading.Event) -> None: ...
+    def bench(
+        self, model: Path, gpu: GpuTarget | None, cancel: threading.Event
+    ) -> BenchResult | None: ...
+
+
+def run_tool(cmd: list[str], cancel: threading.Event, env: dict[str, str] | None = None) -> str:
+    """stdout of `cmd`; CalibrationError with its stderr's tail when it fails."""
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+    except OSError as err:
+        raise CalibrationError(f"cannot run {Path(cmd[0]).name}: {err.strerror or err}") from None
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),  # type: ignore[union-attr]
+        threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True),  # type: ignore[union-attr]
+    ]
+    for r in readers:
+        r.start()
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while proc.poll() is None:
+        if cancel.is_set() or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            if cancel.is_set():
+                raise CalibrationCancelled()
+            raise CalibrationError(f"{Path(cmd[0]).name} took longer than {STEP_TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+    for r in readers:
+        r.join(5)
+    if proc.returncode != 0:
+        tail = "".join(err).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise CalibrationError(f"{Path(cmd[0]).name} failed: {tail[0][:300]}")
+    return "".join(out)
+
+
+class LlamaBenchRunner:
+    """A llama.cpp build: llama-bench times, llama-quantize writes the quantized files."""
+
+    def __init__(self, bench: Path, quantize: Path) -> None:
+        self.bench_path, self.quantize_path = bench, quantize
+        self.name = f"llama-bench ({bench})"
+
+    def version(self, cancel: threading.Event) -> str:
+        text = run_tool([str(self.bench_path), "--version"], cancel)
+        return text.strip().splitlines()[0] if text.strip() else "llama-bench"
+
+    def quantize(self, src: Path, dst: Path, quant: str, cancel: threading.Event) -> None:
+        run_tool([str(self.quantize_path), str(src), str(dst), quant], cancel)
+
+    def bench(
+        self, model: Path, gpu: GpuTarget | None, cancel: threading.Event
+    ) -> BenchResult | None:
+        cmd = [
+            str(self.bench_path), "-m", str(model), "-p", str(N_PROMPT), "-n", str(N_GEN),
+            "-r", str(REPEATS), "-ngl", "0" if gpu is None else "99", "-o", "json",
+        ]  # fmt: skip
+        env = {gpu.visible_env: str(gpu.index)} if gpu is not None else None
+        rows = parse_bench_json(run_tool(cmd, cancel, env))
+        if gpu is not None and not any(r.get("gpu_info") for r in rows):
+            return None  # a CPU-only build: nothing to learn about the GPU
+        pp = next((r for r in rows if int(r.get("n_prompt", 0)) > 0 and not r.get("n_gen")), None)
+        tg = next((r for r in rows if int(r.get("n_gen", 0)) > 0), None)
+        if pp is None or tg is None:
+            raise CalibrationError("llama-bench printed no prompt and generation results")
+        build = f"llama.cpp {tg.get('build_commit', '?')} ({tg.get('build_number', '?')})"
+        return BenchResult(float(tg["avg_ts"]), float(pp["avg_ts"]), build)
+
+
+def parse_bench_json(text: str) -> list[dict[str, object]]:
+    start = text.find("[")
+    try:
+        rows = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise CalibrationError("llama-bench's JSON output could not be read")
+    for r in rows:
+        if not isinstance(r.get("avg_ts", 0), (int, float)):
+            raise CalibrationError("llama-bench's JSON output has no avg_ts figure")
+    return rows
+
+
+class PythonRunner:
+    """A Python interpreter that has llama-cpp-python; runs probe_script.py by its path."""
+
+    def __init__(self, python: Path) -> None:
+        self.python = python
+        self.name = f"llama-cpp-python ({python})"
+
+    def version(self, cancel: threading.Event) -> str:
+        text = run_tool([str(self.python), str(PROBE_SCRIPT), "version"], cancel)
+        try:
+            return f"llama-cpp-python {json.loads(text)['llama_cpp_python']}"
+        except (ValueError, KeyError, TypeError):
+            raise CalibrationError(f"{self.python} has no usable llama-cpp-python") from None
+
+    def quantize(self, src: Path, dst: Path, quant: str, cancel: threading.Event) -> None:
+        run_tool(
+            [str(self.python), str(PROBE_SCRIPT), "quantize", str(src), str(dst), quant], cancel
+        )
+
+    def bench(
+        self, model: Path, gpu: GpuTarget | None, cancel: threading.Event
+    ) -> BenchResult | None:
+        job = {"path": str(model), "n_gpu_layers": 0 if gpu is None else 999,
+               "n_prompt": N_PROMPT, "n_gen": N_GEN, "repeats": REPEATS}  # fmt: skip
+        env = {gpu.visible_env: str(gpu.index)} if gpu is not None else None
+        text = run_tool(
+            [str(self.python), str(PROBE_SCRIPT), "bench", json.dumps(job)], cancel, env
+        )
+        try:
+            data = json.loads(text.strip().splitlines()[-1])
+            return BenchResult(float(data["tg_tok_s"]), float(data["pp_tok_s"]), "")
+        except (ValueError, KeyError, TypeError, IndexError):
+            raise CalibrationError("the llama-cpp-python benchmark printed no result") from None
+
+
+def find_runner(llama_bench: Path | None = None, llama_python: Path | None = None) -> Runner:
+    """The llama.cpp to time: given paths first, then llama-bench on PATH, then this
+    interpreter if it has llama-cpp-python. CalibrationError says how to get one."""
+    if llama_python is not None:
+        if not llama_python.exists():
+            raise CalibrationError(f"no such Python: {llama_python}")
+        return PythonRunner(llama_python)
+    bench = str(llama_bench) if llama_bench is not None else shutil.which("llama-bench")
+    if bench is not None:
+        bench_path = Path(bench)
+        if not bench_path.exists():
+            raise CalibrationError(f"no such program: {bench_path}")
+        beside = bench_path.with_name("llama-quantize")
+        quantize = beside if beside.exists() else shutil.which("llama-quantize")
+        if quantize is None:
+            raise CalibrationError(f"llama-quantize was not found beside {bench_path} or on PATH")
+        return LlamaBenchRunner(bench_path, Path(quantize))
+    if importlib.util.find_spec("llama_cpp") is not None:
+        return PythonRunner(Path(sys.executable))
+    raise CalibrationError(
+        "llama.cpp was not found: put llama-bench (and llama-quantize) on PATH, or pass "
+        "--llama-python with a Python that has llama-cpp-python. RigSpark does not install it."
+    )
