@@ -151,7 +151,7 @@ def run_calibration(
     runner: Runner,
     prior: SpeedModel,
     *,
-    quants: Sequence[str] = DEFAULT_QUANTS,
+    quants: Sequence[str] | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     workdir: Path | None = None,
@@ -161,6 +161,7 @@ def run_calibration(
     from rigspark_gui.calibrate import synth  # numpy and gguf: only when calibrating
 
     cancel = cancel or threading.Event()
+    quants = quants or DEFAULT_QUANTS
     targets = _targets(rig)
     steps = 2 + len(quants) * (1 + len(targets))
     step = 0

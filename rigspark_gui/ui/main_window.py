@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rigspark_gui.calibrate import with_local_calibration
 from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
@@ -164,6 +165,7 @@ class MainWindow(QMainWindow):
     def _load_catalog(self) -> tuple[list[ModelSpec], SpeedModel]:
         specs: list[ModelSpec] = []
         perf = SpeedModel()
+        self.speed_prior = perf
         try:
             catalog = load_catalog()
             specs = list(catalog.specs())
@@ -173,7 +175,8 @@ class MainWindow(QMainWindow):
         except RigSparkError as err:
             self._error_later("Model catalog", str(err))
         try:
-            perf = load_perf()
+            self.speed_prior = load_perf()
+            perf = with_local_calibration(self.speed_prior)
         except RigSparkError as err:
             self._error_later("Speed calibration", str(err))
         return specs, perf
@@ -214,10 +217,16 @@ class MainWindow(QMainWindow):
         self.bandwidth_action = QAction("Measure RAM &bandwidth", self)
         self.bandwidth_action.setShortcut(QKeySequence("Ctrl+B"))
         self.bandwidth_action.setStatusTip(
-            "A one-second copy test: gives the CPU and offload paths a measured speed basis"
+            "Measure again: a few seconds of read-only streaming, kept for this machine"
         )
         self.bandwidth_action.triggered.connect(self.measure_bandwidth)
         view.addAction(self.bandwidth_action)
+        self.calibrate_action = QAction("&Calibrate speed…", self)
+        self.calibrate_action.setStatusTip(
+            "Time llama.cpp on this machine and use its measured speeds from then on"
+        )
+        self.calibrate_action.triggered.connect(self.open_calibration)
+        view.addAction(self.calibrate_action)
         help_menu = self.menuBar().addMenu("&Help")
         about = QAction("&About RigSpark", self)
         about.triggered.connect(self._on_about)
@@ -310,6 +319,24 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Bandwidth measurement failed: {err}", 10000)
 
         run_in_background(self, measure, done, failed)
+
+    @Slot()
+    def open_calibration(self) -> None:
+        from rigspark_gui.ui.calibrate_dialog import CalibrateDialog
+
+        rig = self.rig_panel.detected_rig() or self.session.rig
+        dialog = CalibrateDialog(rig, self.speed_prior, self)
+        dialog.calibrated.connect(self._on_calibrated)
+        self.calibrate_dialog = dialog
+        dialog.show()
+
+    def _on_calibrated(self, cal: object) -> None:
+        from rigspark_gui.calibrate import LocalCalibration, apply
+
+        if isinstance(cal, LocalCalibration):
+            self.session.perf = apply(self.speed_prior, cal)
+            self.session.replan()
+            self.statusBar().showMessage("Speeds now calibrated on this machine", 10000)
 
     def _retry_bandwidth(self) -> None:
         detected = self.rig_panel.detected_rig()
