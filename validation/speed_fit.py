@@ -316,6 +316,11 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
 # ---- the model over all rows at once ------------------------------------------------
 
 # Starting points and priors (log-space ridge keeps unidentified parameters here).
+# The CPU backend's fixed cost per layer per token: a few thread barriers per op, about
+# 20 us a layer. Held, not fitted: too few published CPU runs vary the layer count to
+# tell it from bandwidth, and a free fit traded it for bandwidth (0.8 ms a layer).
+CPU_LAYER_SECONDS = 2e-5
+
 _PRIOR: dict[str, float] = {
     "eff": 0.7, "bf": 1.0, "qf": 0.9, "qb": 1.0, "ls": 2e-5, "hop": 2e-4,
     "cpu_eff": 0.8, "cpu_core_bw": 1.5e10, "cpu_rate": 4e9, "cpu_qf": 1.0,
@@ -345,7 +350,6 @@ def _decode_names(rows: Sequence[Row]) -> list[str]:
                 "cpu_eff",
                 f"cpu_core_bw[{r.isa.value}]",
                 f"cpu_rate[{r.isa.value}]",
-                "ls[cpu]",
             ]
             if r.family is not QuantFamily.FLOAT:
                 names.append(f"cpu_qf[{r.family.value}]")
@@ -391,7 +395,7 @@ def predict_decode(p: dict[str, float], r: Row) -> float:
         if rate and r.cores:
             qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"cpu_qf[{r.family.value}]", 1.0)
             t = max(t, r.elements / (r.cores * rate * qf))
-        t += r.n_layer * _get(p, "ls[cpu]", 0.0)
+        t += r.n_layer * CPU_LAYER_SECONDS
         return 1.0 / t
     eff = p[f"eff[{r.cls.value}]"]
     if r.backend_factor_key:
@@ -412,7 +416,7 @@ def predict_prefill(p: dict[str, float], d: dict[str, float], r: Row) -> float |
         if not rate or not r.cores:
             return None
         flops = rate * r.cores
-        ls = _get(d, "ls[cpu]", 0.0)
+        ls = CPU_LAYER_SECONDS
     else:
         eff = p.get(f"pp_eff[{r.cls.value}]")
         if r.flops is None or eff is None:
@@ -483,7 +487,7 @@ class _Design:
         t_comp = np.where(
             self.has_rate & (self.cores > 0), self.elements / np.maximum(rate, 1e-9), 0.0
         )
-        t_cpu = np.maximum(t_cpu, t_comp) + self.layers * ls
+        t_cpu = np.maximum(t_cpu, t_comp) + self.layers * CPU_LAYER_SECONDS
         return np.log(1.0 / np.where(self.cpu, t_cpu, t_gpu))
 
     def prefill(self, x: np.ndarray, ls_of: np.ndarray) -> np.ndarray:
@@ -597,7 +601,9 @@ def fit_prefill(rows: Sequence[Row], decode: dict[str, float]) -> dict[str, floa
     pp = _prefill_rows(rows)
     names = _prefill_names(pp)
     design = _Design(names, pp)
-    ls_of = np.array([decode.get(f"ls[{r.backend}]", 0.0) for r in pp])
+    ls_of = np.array(
+        [CPU_LAYER_SECONDS if r.is_cpu else decode.get(f"ls[{r.backend}]", 0.0) for r in pp]
+    )
     return _fit_design(names, pp, lambda x: design.prefill(x, ls_of))
 
 
@@ -753,7 +759,7 @@ def to_speed_model(
         efficiency={DeviceClass(k): v for k, v in pick(decode, "eff").items()},
         backend_factor=pick(decode, "bf"),
         quant_factor=qf,
-        layer_seconds=pick(decode, "ls"),
+        layer_seconds={**pick(decode, "ls"), "cpu": CPU_LAYER_SECONDS},
         hop_seconds=decode.get("hop", _PRIOR["hop"]),
         cpu_efficiency=min(decode.get("cpu_eff", _PRIOR["cpu_eff"]), 1.5),
         cpu_core_bandwidth={CpuIsa(k): v for k, v in pick(decode, "cpu_core_bw").items()},

@@ -20,12 +20,17 @@ from typing import NamedTuple, Protocol
 from rigspark_gui.core.errors import RigSparkError
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
-N_PROMPT, N_GEN, REPEATS = 64, 32, 2
+# Short runs, the best of three: shared and virtual machines vary by 5-10 % run to run.
+N_PROMPT, N_GEN, REPEATS = 64, 48, 3
 STEP_TIMEOUT_S = 300.0
 
 
 class CalibrationError(RigSparkError):
     """llama.cpp could not be found or run."""
+
+
+class ToolCrashed(CalibrationError):
+    """The tool died on a signal (a crash inside llama.cpp, not a usage error)."""
 
 
 class CalibrationCancelled(CalibrationError):
@@ -87,6 +92,8 @@ def run_tool(cmd: list[str], cancel: threading.Event, env: dict[str, str] | None
         time.sleep(0.05)
     for r in readers:
         r.join(5)
+    if proc.returncode < 0 or proc.returncode in (132, 134, 136, 139):
+        raise ToolCrashed(f"{Path(cmd[0]).name} crashed (exit status {proc.returncode})")
     if proc.returncode != 0:
         tail = "".join(err).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
         raise CalibrationError(f"{Path(cmd[0]).name} failed: {tail[0][:300]}")
@@ -146,6 +153,7 @@ class PythonRunner:
     def __init__(self, python: Path) -> None:
         self.python = python
         self.name = f"llama-cpp-python ({python})"
+        self.no_extra_bufts = False
 
     def version(self, cancel: threading.Event) -> str:
         text = run_tool([str(self.python), str(PROBE_SCRIPT), "version"], cancel)
@@ -163,11 +171,20 @@ class PythonRunner:
         self, model: Path, gpu: GpuTarget | None, cancel: threading.Event
     ) -> BenchResult | None:
         job = {"path": str(model), "n_gpu_layers": 0 if gpu is None else 999,
-               "n_prompt": N_PROMPT, "n_gen": N_GEN, "repeats": REPEATS}  # fmt: skip
+               "n_prompt": N_PROMPT, "n_gen": N_GEN, "repeats": REPEATS,
+               "no_extra_bufts": self.no_extra_bufts}  # fmt: skip
         env = {gpu.visible_env: str(gpu.index)} if gpu is not None else None
-        text = run_tool(
-            [str(self.python), str(PROBE_SCRIPT), "bench", json.dumps(job)], cancel, env
-        )
+        cmd = [str(self.python), str(PROBE_SCRIPT), "bench"]
+        try:
+            text = run_tool([*cmd, json.dumps(job)], cancel, env)
+        except ToolCrashed:
+            if self.no_extra_bufts:
+                raise
+            # llama.cpp's AMX buffers crash on some Xeons and VMs (ggml-org/llama.cpp#20824):
+            # time it as `--no-repack` runs it, and say so in the calibration's provenance
+            self.no_extra_bufts = True
+            self.name += ", repacked CPU buffers off after a crash (llama.cpp #20824)"
+            text = run_tool([*cmd, json.dumps({**job, "no_extra_bufts": True})], cancel, env)
         try:
             data = json.loads(text.strip().splitlines()[-1])
             return BenchResult(float(data["tg_tok_s"]), float(data["pp_tok_s"]), "")

@@ -221,3 +221,33 @@ def test_saved_calibration_round_trips(fake_bin: Path) -> None:
     )
     save_calibration(cal)
     assert load_calibration() == cal
+
+
+def test_a_crash_in_llamas_repacked_buffers_is_timed_without_them(tmp_path: Path) -> None:
+    """llama.cpp's AMX buffers crash on some Xeons (ggml-org/llama.cpp#20824): the
+    Python runner times again with them off and says so in the provenance."""
+    from rigspark_gui.calibrate.runners import PythonRunner, ToolCrashed, run_tool
+
+    fake = tmp_path / "python"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, signal, sys\n"
+        "cmd = sys.argv[2]\n"
+        "if cmd == 'version':\n"
+        "    print(json.dumps({'llama_cpp_python': '9.9'}))\n"
+        "elif cmd == 'bench':\n"
+        "    job = json.loads(sys.argv[3])\n"
+        "    if not job['no_extra_bufts']:\n"
+        "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "    print(json.dumps({'tg_tok_s': 12.5, 'pp_tok_s': 300.0}))\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    runner = PythonRunner(fake)
+    cancel = threading.Event()
+
+    result = runner.bench(tmp_path / "m.gguf", None, cancel)
+
+    assert result is not None and result.tg_tok_s == 12.5
+    assert "#20824" in runner.name
+    with pytest.raises(ToolCrashed, match="crashed"):
+        run_tool([str(fake), "x", "bench", json.dumps({"no_extra_bufts": False})], cancel)

@@ -31,7 +31,9 @@ def _cpu_basis(window) -> str:
 
 
 def test_calibrating_shows_measured_speeds_and_the_plan_uses_them(
-    qtbot, window, fake_bin  # noqa: F811
+    qtbot,
+    window,
+    fake_bin,  # noqa: F811
 ) -> None:
     assert "calibrated on this machine" not in _cpu_basis(window)
     window.calibrate_action.trigger()
@@ -39,7 +41,9 @@ def test_calibrating_shows_measured_speeds_and_the_plan_uses_them(
     assert "llama-bench" in dialog.found.text() and dialog.start.isEnabled()
 
     qtbot.mouseClick(dialog.start, qtbot_left())
-    qtbot.waitUntil(lambda: dialog.table.isVisible() or "failed" in dialog.step.text(), timeout=30000)
+    qtbot.waitUntil(
+        lambda: dialog.table.isVisible() or "failed" in dialog.step.text(), timeout=30000
+    )
     assert "failed" not in dialog.step.text(), dialog.step.text()
 
     assert dialog.table.rowCount() == 2 * 3  # two quantizations on the CPU and two GPUs
