@@ -332,6 +332,21 @@ def _fmt(tok_s: float | None) -> str:
     return f"{tok_s:.1f} tok/s" if tok_s < 100 else f"{tok_s:.0f} tok/s"
 
 
+# Speeds within this share of the fastest are a tie (the band is wider): the better
+# quality among them counts as the fastest.
+SPEED_TIE = 0.05
+
+
+def _fastest(fitting: list[tuple[_Trial, Throughput | None]]) -> tuple[_Trial, Throughput | None]:
+    """The fastest fitting trial; among near-ties, the best quality (listed first)."""
+
+    def tok_s(f: tuple[_Trial, Throughput | None]) -> float:
+        return f[1].tok_s or 0.0 if f[1] is not None else 0.0
+
+    top = max(tok_s(f) for f in fitting)
+    return next(f for f in fitting if tok_s(f) >= top * (1 - SPEED_TIE))
+
+
 def search_path(
     spec: ModelSpec,
     rig: Rig,
@@ -372,7 +387,7 @@ def search_path(
                 break
     choice = ""
     if chosen is None and fitting:
-        chosen = max(fitting, key=lambda f: f[1].tok_s or 0.0 if f[1] is not None else 0.0)
+        chosen = _fastest(fitting)
     if chosen is not None and s.quant is None and s.min_tok_s > 0:
         best_trial, best_t = fitting[0]
         if chosen[0] is not best_trial:

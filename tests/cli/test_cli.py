@@ -278,3 +278,66 @@ def test_rank_exit_codes(capsys, tmp_path) -> None:
     assert code == 2 and err.count("\n") == 1 and "no catalog model" in err
     code, _, err = run(capsys, "rank", "--rig", str(RIG), "--quant", "Q4_K_M")
     assert code == 2 and err.count("\n") == 1
+
+
+def _rig_file(tmp_path: Path, body: dict) -> Path:
+    path = tmp_path / "rig.json"
+    path.write_text(json.dumps({"schema_version": 1, **body}))
+    return path
+
+
+def test_every_fitting_path_has_a_point_and_a_band(capsys) -> None:
+    code, out, err = run(capsys, "plan", "--model", "llama-3.1-8b-instruct", "--rig", str(RIG),
+                         "--kv-compare", "none", "--json")  # fmt: skip
+    assert code == 0, err
+    for path in json.loads(out)["paths"]:
+        if not path["fits"]:
+            continue
+        t, f = path["throughput"], path["prefill"]
+        assert t["low_tok_s"] <= t["tok_s"] <= t["high_tok_s"]
+        assert t["high_tok_s"] <= 1.3 * t["tok_s"] or path["path"] == "cpu"
+        assert "calibrated on" in t["basis"]
+        assert f["low_seconds"] <= f["seconds"] <= f["high_seconds"]
+        assert path["ladder"][0]["quant"] == "BF16"
+
+
+def test_min_speed_and_gpu_backend_flags(capsys) -> None:
+    base = ["plan", "--model", "llama-3.1-8b-instruct", "--rig", str(RIG), "--json",
+            "--kv-compare", "none"]  # fmt: skip
+    code, out, _ = run(capsys, *base, "--min-speed", "100")
+    gpu = json.loads(out)["paths"][0]
+    assert code == 0 and gpu["throughput"]["tok_s"] >= 100 and gpu["quant"] != "BF16"
+    assert "below the 100 tok/s minimum" in gpu["choice"]
+    code, out, _ = run(capsys, *base, "--min-speed", "0")
+    assert json.loads(out)["paths"][0]["quant"] == "BF16"
+    _, cuda, _ = run(capsys, *base, "--min-speed", "0")
+    _, vulkan, _ = run(capsys, *base, "--min-speed", "0", "--gpu-backend", "vulkan")
+    speed = [json.loads(x)["paths"][0]["throughput"]["tok_s"] for x in (cuda, vulkan)]
+    assert speed[0] != speed[1]
+    code, _, err = run(capsys, *base, "--gpu-backend", "metal")
+    assert code == 0  # metal on NVIDIA: speed unknown, not a crash
+    for bad in (["--min-speed", "-1"], ["--min-speed", "fast"], ["--gpu-backend", "cuda12"]):
+        code, _, err = run(capsys, *base, *bad)
+        assert code == 2 and err.count("\n") == 1, bad
+
+
+def test_a_dgx_spark_plans_on_its_unified_memory(capsys, tmp_path) -> None:
+    rig = _rig_file(tmp_path, {"name": "DGX Spark", "gpus": [{"name": "NVIDIA GB10"}],
+                               "ram_total_bytes": 128 << 30})  # fmt: skip
+    code, out, err = run(capsys, "plan", "--model", "gpt-oss-120b", "--rig", str(rig), "--json",
+                         "--kv-compare", "none")  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["recommended"] == "unified"
+    unified = data["paths"][0]
+    assert unified["fits"] and unified["throughput"]["tok_s"] > 20
+
+
+def test_rank_uses_the_same_rule(capsys) -> None:
+    code, out, err = run(capsys, "rank", "--rig", str(RIG), "--family", "llama", "--json",
+                         "--min-speed", "100")  # fmt: skip
+    assert code == 0, err
+    rows = [r for r in json.loads(out)["models"] if r["verdict"] != "no"]
+    assert rows and all(r["tok_s"] is not None for r in rows)
+    fast = [r for r in rows if r["verdict"] == "fits"]
+    assert all(r["tok_s"] >= 100 for r in fast)

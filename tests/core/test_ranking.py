@@ -54,11 +54,22 @@ def _rigs() -> dict[str, Rig]:
 
 
 @pytest.mark.parametrize("rig_name", list(_rigs()))
-@pytest.mark.parametrize("kv", [KvCacheType.F16, KvCacheType.Q4_0])
-def test_ranking_agrees_with_the_full_plan(rig_name: str, kv: KvCacheType, perf) -> None:
-    """Ranking plans no further than it must; its answer is still the plan's."""
+@pytest.mark.parametrize(
+    ("kv", "min_tok_s"),
+    [
+        (KvCacheType.F16, 8.0),
+        (KvCacheType.Q4_0, 8.0),
+        (KvCacheType.F16, 0.0),
+        (KvCacheType.F16, 60.0),
+    ],
+)
+def test_ranking_agrees_with_the_full_plan(
+    rig_name: str, kv: KvCacheType, min_tok_s: float, perf
+) -> None:
+    """Ranking plans no further than it must; its answer is still the plan's, whatever
+    the minimum speed Auto must reach."""
     rig = _rigs()[rig_name]
-    s = PlanSettings(context=32768, kv_k=kv, kv_v=kv, flash_attn=True)
+    s = PlanSettings(context=32768, kv_k=kv, kv_v=kv, flash_attn=True, min_tok_s=min_tok_s)
     specs = list(load_catalog().specs())
     ranked = {r.model_id: r for r in rank_models(specs, rig, s, perf)}
     for spec in specs:
@@ -74,7 +85,8 @@ def test_ranking_agrees_with_the_full_plan(rig_name: str, kv: KvCacheType, perf)
             best.quant,
             best.required_bytes,
         ), spec.id
-        assert (row.low_tok_s, row.high_tok_s) == (
+        assert (row.tok_s, row.low_tok_s, row.high_tok_s) == (
+            best.throughput.tok_s,
             best.throughput.low_tok_s,
             best.throughput.high_tok_s,
         ), spec.id

@@ -85,11 +85,14 @@ def cpu_isa(cpu: Cpu) -> CpuIsa:
     if "avx2" in cpu.features:
         return CpuIsa.AVX2
     name = cpu.name.lower()
-    if any(
-        k in name
-        for k in ("apple", "arm", "neoverse", "cortex", "graviton", "snapdragon", "ampere")
-    ):
+    arm = ("apple", "arm", "neoverse", "cortex", "graviton", "snapdragon", "ampere", "grace")
+    if any(k in name for k in arm):
         return CpuIsa.NEON
+    # x86-64 desktop and server lines have had AVX2 since 2013-2015 (Haswell, Zen); the
+    # flags are only read on Linux, so a rig file's CPU name is the next best evidence
+    x86 = ("ryzen", "epyc", "threadripper", "core", "xeon")
+    if any(k in name for k in x86) and not any(k in name for k in ("celeron", "pentium", "atom")):
+        return CpuIsa.AVX2
     return CpuIsa.OTHER
 
 

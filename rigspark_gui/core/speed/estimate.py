@@ -221,10 +221,16 @@ def estimate_prefill_reads(
             continue
         params = layout.n_active_params * b / total_read
         if device == CPU:
-            rate = p.cpu_core_flops.get(cpu_isa(rig.cpu))
+            isa = cpu_isa(rig.cpu)
+            rate = p.cpu_core_flops.get(isa)
             cores = rig.cpu.cores or rig.cpu.threads
-            if not rate or not cores:
+            if not cores:
                 return Prefill(prompt_tokens=tokens, basis="unknown: CPU core count not known")
+            if not rate:
+                return Prefill(
+                    prompt_tokens=tokens,
+                    basis=f"unknown: no calibrated CPU prompt rate for {isa.value} cores",
+                )
             flops = rate * cores
             layer_s = d.layer_seconds.get(CPU_BACKEND, 0.0)
         else:

@@ -1,0 +1,117 @@
+"""Auto respects speed: the best quality reaching the minimum, else the fastest that
+fits, with the trade-off said in one sentence and the whole ladder shown."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rigspark_gui.core.paths import SPEED_TIE, PathName
+from rigspark_gui.core.plan import plan
+from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
+from rigspark_gui.core.settings import PlanSettings
+from tests.conftest import LLAMA_31_8B, QUANTS, simple_speed_model, spec_of
+
+SPEC = spec_of(LLAMA_31_8B, "llama-3.1-8b")
+
+
+def cpu_only(bandwidth: float = 40.0, cores: int = 32) -> Rig:
+    return Rig(
+        name="24 GB desktop",
+        ram_total_bytes=24 * GIB,
+        ram_available_bytes=22 * GIB,
+        cpu=Cpu(name="Ryzen 9", cores=cores, memory_bandwidth_gbps=bandwidth, features=("avx2",)),
+    )
+
+
+def cpu_path(p):
+    return next(x for x in p.paths if x.path is PathName.CPU)
+
+
+def test_on_a_cpu_auto_takes_the_best_quality_that_reaches_the_minimum() -> None:
+    p = plan(SPEC, cpu_only(), PlanSettings(min_tok_s=8.0), simple_speed_model())
+    path = cpu_path(p)
+
+    assert path.fits and path.quant != "BF16"
+    assert path.throughput.tok_s >= 8.0
+    better = [o for o in path.ladder if QUANTS.index(o.quant) < QUANTS.index(path.quant)]
+    assert better and all(o.tok_s < 8.0 for o in better)  # every better one is too slow
+    assert path.choice.startswith("BF16 fits at") and f"{path.quant} reaches" in path.choice
+
+
+def test_min_speed_zero_is_the_best_quality_that_fits() -> None:
+    p = plan(SPEC, cpu_only(), PlanSettings(min_tok_s=0.0), simple_speed_model())
+    assert cpu_path(p).quant == "BF16" and cpu_path(p).choice == ""
+
+
+def test_when_nothing_reaches_the_minimum_the_fastest_is_taken_and_said() -> None:
+    p = plan(SPEC, cpu_only(bandwidth=5.0), PlanSettings(min_tok_s=50.0), simple_speed_model())
+    path = cpu_path(p)
+    fastest = max(path.ladder, key=lambda o: o.tok_s)
+    assert path.quant == fastest.quant
+    assert "none reaches it" in path.choice and fastest.quant in path.choice
+    assert p.recommended is PathName.CPU
+
+
+def test_the_ladder_lists_every_quantization_that_fits_best_first() -> None:
+    p = plan(SPEC, cpu_only(), PlanSettings(), simple_speed_model())
+    ladder = cpu_path(p).ladder
+    assert [o.quant for o in ladder] == list(QUANTS)  # 24 GB holds them all
+    speeds = [o.tok_s for o in ladder]
+    assert speeds == sorted(speeds)  # smaller files decode faster here
+    assert all(o.required_bytes > 0 for o in ladder)
+
+
+def test_among_nearly_equal_speeds_the_better_quality_is_the_fastest() -> None:
+    """Two cores: every quantized file decodes at about the same compute-bound speed,
+    so the fastest plan that fits is the best quality among them."""
+    p = plan(SPEC, cpu_only(cores=2), PlanSettings(min_tok_s=50.0), simple_speed_model())
+    path = cpu_path(p)
+    top = max(o.tok_s for o in path.ladder)
+    near = [o.quant for o in path.ladder if o.tok_s >= 0.95 * top]
+    assert path.quant == near[0]
+
+
+def test_a_fixed_quantization_is_kept_whatever_its_speed() -> None:
+    p = plan(SPEC, cpu_only(), PlanSettings(quant="BF16", min_tok_s=8.0), simple_speed_model())
+    assert cpu_path(p).quant == "BF16" and cpu_path(p).choice == ""
+
+
+def test_a_fast_gpu_path_wins_over_a_slow_ram_path() -> None:
+    gpu = Gpu(name="RTX 4060", vendor=Vendor.NVIDIA, memory_total_bytes=8 * GIB,
+              bandwidth_gbps=272.0)  # fmt: skip
+    rig = cpu_only().model_copy(update={"gpus": (gpu,)})
+    p = plan(SPEC, rig, PlanSettings(min_tok_s=8.0), simple_speed_model())
+    rec = next(x for x in p.paths if x.path is p.recommended)
+    assert rec.path is PathName.GPU and rec.throughput.tok_s >= 8.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    bw=st.floats(5.0, 200.0),
+    min_tok_s=st.floats(0.0, 60.0),
+    ram=st.integers(6, 64),
+)
+def test_the_recommendation_reaches_the_minimum_whenever_some_plan_does(
+    bw: float, min_tok_s: float, ram: int
+) -> None:
+    rig = cpu_only(bw).model_copy(
+        update={"ram_total_bytes": ram * GIB, "ram_available_bytes": (ram - 1) * GIB}
+    )
+    p = plan(SPEC, rig, PlanSettings(min_tok_s=min_tok_s), simple_speed_model())
+    reachable = [
+        o for x in p.paths for o in x.ladder if o.tok_s is not None and o.tok_s >= min_tok_s
+    ]
+    if p.recommended is None:
+        assert not any(x.ladder for x in p.paths)
+        return
+    rec = next(x for x in p.paths if x.path is p.recommended)
+    if reachable:
+        assert rec.throughput.tok_s >= min_tok_s
+        # and no better quality on that path would have reached it
+        for o in rec.ladder:
+            if QUANTS.index(o.quant) < QUANTS.index(rec.quant):
+                assert o.tok_s < min_tok_s
+    else:
+        top = max(o.tok_s for x in p.paths for o in x.ladder)
+        assert rec.throughput.tok_s >= (1 - SPEED_TIE) * top
