@@ -32,13 +32,15 @@ from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import (
     DecodeShape,
+    DecodeTime,
     Prefill,
     SpeedModel,
     Throughput,
     decode_depth,
-    estimate_decode_shape,
+    decode_time,
     estimate_prefill_reads,
     layers_in_ranges,
+    throughput_of,
 )
 from rigspark_gui.core.weights import (
     WeightsLayout,
@@ -144,6 +146,9 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
     return out
 
 
+GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU)
+
+
 Ranges = list[tuple[str, int, int]]
 
 
@@ -244,6 +249,24 @@ def _try(
     return _Trial(quant, layout, ev, ranges, ngl, split, _measure(tally, cand))
 
 
+def _try_same_slots(
+    spec: ModelSpec,
+    ctx: FitContext,
+    cand: PathCandidate,
+    quant: str,
+    layout: WeightsLayout,
+    like: _Trial,
+) -> _Trial:
+    """A smaller quantization on the slots an earlier trial chose. On a GPU-only path with
+    llama.cpp's default split the slots do not depend on the quantization (all layers on
+    the GPUs, split by free memory), so this is the trial `_try` would make, without
+    working the slots out again."""
+    repack = repack_for(spec, quant, ctx.rig.cpu.features)
+    ev = FitEvaluator(spec.geometry, layout, ctx.rig, ctx.s, repack, ctx)
+    m = _measure(ev.tally_ranges(like.ranges), cand)
+    return _Trial(quant, layout, ev, like.ranges, like.ngl, like.split, m)
+
+
 def _memory_bound(rig: Rig, cand: PathCandidate) -> int:
     """Everything the path's devices hold, for a cheap lower-bound test of each quant."""
     if cand.name is PathName.CPU:
@@ -289,9 +312,19 @@ class PathSearch(NamedTuple):
     trial: _Trial
     fits: bool
     context_ok: bool
-    speed: Throughput | None
+    time: DecodeTime | str | None  # the chosen trial's decode time (str: why unknown)
     ladder: tuple[QuantOption, ...]
     choice: str
+    speed_model: SpeedModel | None
+    depth: int
+
+    @property
+    def speed(self) -> Throughput | None:
+        """The chosen trial's decode estimate as plans show it (built on demand: a
+        catalog ranking compares thousands of searches and shows one per model)."""
+        if self.time is None or self.speed_model is None:
+            return None
+        return throughput_of(self.time, self.depth, self.speed_model)
 
     @property
     def path(self) -> PathName:
@@ -303,13 +336,14 @@ class PathSearch(NamedTuple):
 
     @property
     def tok_s(self) -> float | None:
-        return self.speed.tok_s if self.speed is not None else None
+        return _tok_s(self.time)
 
 
-def trial_decode(
-    trial: _Trial, rig: Rig, s: PlanSettings, speed: SpeedModel, layout: WeightsLayout | None = None
-) -> Throughput:
-    """Decode estimate of one trial's placement."""
+Timed = tuple[_Trial, DecodeTime | str | None]  # a fitting trial and its decode time
+
+
+def trial_time(trial: _Trial, rig: Rig, s: PlanSettings, speed: SpeedModel) -> DecodeTime | str:
+    """Decode time of one trial's placement (or why it is unknown)."""
     depth = decode_depth(s)
     shape = DecodeShape(
         trial.ev.read_bytes(trial.ranges, depth),
@@ -317,13 +351,20 @@ def trial_decode(
         max(len(trial.ranges) - 1, 0),
         depth,
     )
-    return estimate_decode_shape(shape, layout or trial.layout, rig, s, speed)
+    return decode_time(shape, trial.layout, rig, s, speed)
 
 
-def meets(t: Throughput | None, min_tok_s: float) -> bool:
+def _tok_s(t: DecodeTime | str | Throughput | None) -> float | None:
+    if t is None or isinstance(t, str):
+        return None
+    return t.tok_s
+
+
+def meets(t: DecodeTime | str | Throughput | None, min_tok_s: float) -> bool:
     """Whether a decode estimate reaches the minimum speed (an unknown one cannot be held
     against a plan)."""
-    return min_tok_s <= 0 or t is None or t.tok_s is None or t.tok_s >= min_tok_s
+    v = _tok_s(t)
+    return min_tok_s <= 0 or v is None or v >= min_tok_s
 
 
 def _fmt(tok_s: float | None) -> str:
@@ -337,14 +378,29 @@ def _fmt(tok_s: float | None) -> str:
 SPEED_TIE = 0.05
 
 
-def _fastest(fitting: list[tuple[_Trial, Throughput | None]]) -> tuple[_Trial, Throughput | None]:
+def _fastest(fitting: list[Timed]) -> Timed:
     """The fastest fitting trial; among near-ties, the best quality (listed first)."""
+    top = max(_tok_s(f[1]) or 0.0 for f in fitting)
+    return next(f for f in fitting if (_tok_s(f[1]) or 0.0) >= top * (1 - SPEED_TIE))
 
-    def tok_s(f: tuple[_Trial, Throughput | None]) -> float:
-        return f[1].tok_s or 0.0 if f[1] is not None else 0.0
 
-    top = max(tok_s(f) for f in fitting)
-    return next(f for f in fitting if tok_s(f) >= top * (1 - SPEED_TIE))
+def _choice(fitting: list[Timed], chosen: Timed, min_tok_s: float) -> str:
+    """The trade-off Auto made, in one sentence ("" when the best quality was fast)."""
+    best_trial, best_t = fitting[0]
+    speed = _fmt(_tok_s(chosen[1]))
+    if chosen[0] is not best_trial:
+        head = (
+            f"{best_trial.quant} fits at {_fmt(_tok_s(best_t))}, below the {min_tok_s:g} "
+            "tok/s minimum; "
+        )
+        if meets(chosen[1], min_tok_s):
+            return head + f"{chosen[0].quant} reaches {speed}"
+        return head + f"none reaches it, {chosen[0].quant} is the fastest at {speed}"
+    if not meets(chosen[1], min_tok_s):
+        return (
+            f"no quantization reaches {min_tok_s:g} tok/s here; {chosen[0].quant} runs at {speed}"
+        )
+    return ""
 
 
 def search_path(
@@ -365,9 +421,9 @@ def search_path(
     quants = quants_to_try(spec, s, cand) if quants is None else quants
     if not quants:
         raise ValueError("no quantization to plan")
-    chosen: tuple[_Trial, Throughput | None] | None = None
+    chosen: Timed | None = None
     last: _Trial | None = None
-    fitting: list[tuple[_Trial, Throughput | None]] = []
+    fitting: list[Timed] = []
     context_ok = s.context <= spec.geometry.context_length
     ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
     bound = _memory_bound(rig, cand)
@@ -375,52 +431,34 @@ def search_path(
         layout = weights_layout(spec, q)
         if i < len(quants) - 1 and _surely_too_big(layout, ctx.kv_total, bound, cand):
             continue  # the last quant is always tried in full: its figures are shown
-        trial = _try(spec, ctx, cand, q, layout)
+        same_slots = chosen is not None and cand.name in GPU_ONLY and chosen[0].split is None
+        if chosen is not None and same_slots:
+            trial = _try_same_slots(spec, ctx, cand, q, layout, chosen[0])
+        else:
+            trial = _try(spec, ctx, cand, q, layout)
         last = trial
         if not (trial.m.fits and context_ok):
             continue
-        t = trial_decode(trial, rig, s, speed) if speed is not None else None
+        t = trial_time(trial, rig, s, speed) if speed is not None else None
         fitting.append((trial, t))
         if chosen is None and meets(t, s.min_tok_s):
             chosen = (trial, t)
             if not full_ladder:
                 break
-    choice = ""
     if chosen is None and fitting:
         chosen = _fastest(fitting)
+    choice = ""
     if chosen is not None and s.quant is None and s.min_tok_s > 0:
-        best_trial, best_t = fitting[0]
-        if chosen[0] is not best_trial:
-            reached = meets(chosen[1], s.min_tok_s)
-            choice = (
-                f"{best_trial.quant} fits at {_fmt(best_t.tok_s if best_t else None)}, "
-                f"below the {s.min_tok_s:g} tok/s minimum; "
-                + (
-                    f"{chosen[0].quant} reaches {_fmt(chosen[1].tok_s if chosen[1] else None)}"
-                    if reached
-                    else f"none reaches it, {chosen[0].quant} is the fastest at "
-                    f"{_fmt(chosen[1].tok_s if chosen[1] else None)}"
-                )
-            )
-        elif not meets(chosen[1], s.min_tok_s):
-            choice = (
-                f"no quantization reaches {s.min_tok_s:g} tok/s here; {chosen[0].quant} "
-                f"runs at {_fmt(chosen[1].tok_s if chosen[1] else None)}"
-            )
+        choice = _choice(fitting, chosen, s.min_tok_s)
     shown = chosen[0] if chosen is not None else last
     assert shown is not None
     ladder = tuple(
-        QuantOption(quant=tr.quant, required_bytes=tr.m.required, tok_s=t.tok_s if t else None)
+        QuantOption(quant=tr.quant, required_bytes=tr.m.required, tok_s=_tok_s(t))
         for tr, t in fitting
     )
+    time = chosen[1] if chosen is not None else None
     return PathSearch(
-        cand,
-        shown,
-        chosen is not None,
-        context_ok,
-        chosen[1] if chosen is not None else None,
-        ladder,
-        choice,
+        cand, shown, chosen is not None, context_ok, time, ladder, choice, speed, decode_depth(s)
     )
 
 
@@ -487,9 +525,6 @@ def plan_path(
         choice=search.choice,
     )
     return plan, shown.layout
-
-
-GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU)
 
 
 class Choosable(Protocol):

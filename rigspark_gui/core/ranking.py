@@ -71,10 +71,10 @@ def _first_fit(
             if not better:
                 continue
             p = search_path(spec, rig, s, cand, better, ctx, speed)
-            if not p.fits or not meets(p.speed, s.min_tok_s):
+            if not p.fits or not meets(p.time, s.min_tok_s):
                 continue  # its figures for a worse or slow quant are never shown here
         tried.append(p)
-        if p.fits and meets(p.speed, s.min_tok_s):
+        if p.fits and meets(p.time, s.min_tok_s):
             if cand.name not in GPU_ONLY:
                 break  # the first fast fit, and no GPU-only path reached the speed before it
             best_rank = order[p.trial.quant]

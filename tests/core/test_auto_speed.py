@@ -115,3 +115,19 @@ def test_the_recommendation_reaches_the_minimum_whenever_some_plan_does(
     else:
         top = max(o.tok_s for x in p.paths for o in x.ladder)
         assert rec.throughput.tok_s >= (1 - SPEED_TIE) * top
+
+
+def test_every_ladder_rung_is_what_fixing_that_quantization_plans(rig2x3090) -> None:
+    """The ladder is a preview of plans the user can pick: each rung's memory and speed
+    are the fixed-quantization plan's, on every path."""
+    model = simple_speed_model()
+    auto = plan(SPEC, rig2x3090, PlanSettings(context=32768), model)
+    checked = 0
+    for path in auto.paths:
+        for rung in path.ladder:
+            fixed = plan(SPEC, rig2x3090, PlanSettings(context=32768, quant=rung.quant), model)
+            same = next(p for p in fixed.paths if p.path is path.path)
+            assert same.fits and same.required_bytes == rung.required_bytes, (path.path, rung)
+            assert same.throughput.tok_s == rung.tok_s, (path.path, rung)
+            checked += 1
+    assert checked >= 20

@@ -10,10 +10,13 @@ from rigspark_gui.core.speed.devices import (
 )
 from rigspark_gui.core.speed.estimate import (
     DecodeShape,
+    DecodeTime,
     Prefill,
     Throughput,
+    decode_time,
     estimate_decode_shape,
     estimate_prefill_reads,
+    throughput_of,
 )
 from rigspark_gui.core.speed.model import (
     Band,
@@ -38,6 +41,7 @@ __all__ = [
     "CpuIsa",
     "DecodeParams",
     "DecodeShape",
+    "DecodeTime",
     "DeviceClass",
     "GpuBackend",
     "Prefill",
@@ -48,6 +52,7 @@ __all__ = [
     "bytes_read_per_token",
     "cpu_isa",
     "decode_depth",
+    "decode_time",
     "default_backend",
     "device_class",
     "estimate_decode",
@@ -56,4 +61,5 @@ __all__ = [
     "estimate_prefill_reads",
     "layers_in_ranges",
     "quant_family",
+    "throughput_of",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from rigspark_gui.core.rig import Cpu, Gpu, Vendor
 from rigspark_gui.core.speed.model import CpuIsa, DeviceClass, GpuBackend, QuantFamily
@@ -59,6 +60,7 @@ def backend_for(gpu: Gpu, chosen: GpuBackend | None) -> GpuBackend:
     return default_backend(gpu) if chosen is None else chosen
 
 
+@lru_cache(maxsize=512)
 def quant_family(type_name: str) -> QuantFamily:
     """Family of a ggml type ("Q4_K") or a file-type label ("Q4_K_M", "UD-Q4_K_XL")."""
     t = type_name.upper()

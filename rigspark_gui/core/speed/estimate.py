@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import Frozen
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
@@ -20,6 +21,7 @@ from rigspark_gui.core.speed.model import (
     CPU_BACKEND,
     Band,
     DecodeParams,
+    DeviceClass,
     QuantFamily,
     SpeedModel,
 )
@@ -77,14 +79,33 @@ def _backend_key(gpu: Gpu, s: PlanSettings) -> tuple[GpuBackend, str | None]:
     return b, None
 
 
-def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: GpuBackend) -> float:
+# A layout's family mix, and the factors derived from it, are asked for on every trial of
+# every path: computed once per layout (layouts are memoised, so identity is stable).
+_layout_mix: ByIdentity[WeightsLayout, dict[QuantFamily, float]] = ByIdentity(
+    lambda layout: family_mix(layout.tensor_types)
+)
+_factors: ByIdentity[DecodeParams, dict[tuple[int, str], tuple[object, float]]] = ByIdentity(
+    lambda _p: {}
+)
+
+
+def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: str) -> float:
     """The quantization factor of a file's mix under one backend (its kernels differ:
-    K-quants run relatively slower under Metal than under CUDA)."""
-    adj = p.backend_quant_factor
-    factors = {
-        f: p.quant_factor.get(f, 1.0) * adj.get(f"{backend.value}:{f.value}", 1.0) for f in mix
-    }
-    return mixed_factor(mix, factors)
+    K-quants run relatively slower under Metal than under CUDA); "cpu" for the CPU's."""
+    cache = _factors(p)
+    hit = cache.get((id(mix), backend))
+    if hit is not None and hit[0] is mix:
+        return hit[1]
+    if backend == CPU_BACKEND:
+        value = mixed_factor(mix, p.cpu_quant_factor)
+    else:
+        adj = p.backend_quant_factor
+        factors = {
+            f: p.quant_factor.get(f, 1.0) * adj.get(f"{backend}:{f.value}", 1.0) for f in mix
+        }
+        value = mixed_factor(mix, factors)
+    cache[(id(mix), backend)] = (mix, value)
+    return value
 
 
 def _device_key(rig: Rig, device: str) -> str:
@@ -115,16 +136,33 @@ def _backend_factor(model: SpeedModel, gpu: Gpu, backend: GpuBackend, engine: st
     return factor
 
 
-def estimate_decode_shape(
+class DecodeTime(NamedTuple):
+    """One decode step's time on a placement, before it is dressed as a Throughput (the
+    planner compares many of these and shows one)."""
+
+    seconds: float
+    limiting_device: str
+    only_cpu: bool
+    cpu_bound: bool
+    local: bool
+
+    @property
+    def tok_s(self) -> float:
+        return 1.0 / self.seconds
+
+
+_gpu_class: ByIdentity[Gpu, DeviceClass] = ByIdentity(device_class)
+
+
+def decode_time(
     shape: DecodeShape, layout: WeightsLayout, rig: Rig, s: PlanSettings, model: SpeedModel
-) -> Throughput:
-    """Seconds per token summed over the devices (layer split runs them in turn)."""
+) -> DecodeTime | str:
+    """Seconds per token summed over the devices (layer split runs them in turn), or why
+    it is unknown."""
     p = model.decode
     if p is None:
-        return _unknown("no speed calibration loaded")
-    mix = family_mix(layout.tensor_types)
-    cpu_q = mixed_factor(mix, p.cpu_quant_factor)
-    elements_per_byte = layout.n_params / layout.total_bytes if layout.total_bytes else 0.0
+        return "no speed calibration loaded"
+    mix = _layout_mix(layout)
     total = shape.boundaries * p.hop_seconds
     local = False
     worst: tuple[float, str] | None = None
@@ -137,9 +175,7 @@ def estimate_decode_shape(
         if device == CPU:
             bw = rig.cpu.memory_bandwidth_gbps
             if bw is None:
-                return _unknown(
-                    "CPU memory bandwidth is not known (measure it, or give it in the rig)"
-                )
+                return "CPU memory bandwidth is not known (measure it, or give it in the rig)"
             isa = cpu_isa(rig.cpu)
             cores = rig.cpu.cores or rig.cpu.threads
             stream = bw * 1e9 * p.cpu_efficiency
@@ -148,8 +184,9 @@ def estimate_decode_shape(
                 stream = min(stream, cores * core_bw)
             t = b / stream
             rate = p.cpu_core_rate.get(isa)
-            if cores and rate:
-                compute = b * elements_per_byte / (cores * rate * cpu_q)
+            if cores and rate and layout.total_bytes:
+                elements = b * layout.n_params / layout.total_bytes
+                compute = elements / (cores * rate * _gpu_quant(p, mix, CPU_BACKEND))
                 if compute > t:
                     t, cpu_bound = compute, True
             t += layers * p.layer_seconds.get(CPU_BACKEND, 0.0)
@@ -157,41 +194,56 @@ def estimate_decode_shape(
             only_cpu = False
             gpu = _gpu(rig, device)
             if gpu.bandwidth_gbps is None:
-                return _unknown(f"{device} ({gpu.name}) memory bandwidth is not known")
+                return f"{device} ({gpu.name}) memory bandwidth is not known"
             backend, engine = _backend_key(gpu, s)
             if gpu.vendor not in RUNS_ON[backend]:
-                return _unknown(f"{backend.value} does not run on {gpu.vendor.value} GPUs")
-            eff = p.efficiency.get(device_class(gpu))
+                return f"{backend.value} does not run on {gpu.vendor.value} GPUs"
+            eff = p.efficiency.get(_gpu_class(gpu))
             if eff is None:
-                return _unknown(f"no calibration for {gpu.name}'s device class")
-            eff *= _backend_factor(model, gpu, backend, engine) * _gpu_quant(p, mix, backend)
+                return f"no calibration for {gpu.name}'s device class"
+            eff *= _backend_factor(model, gpu, backend, engine) * _gpu_quant(p, mix, backend.value)
             t = b / (gpu.bandwidth_gbps * 1e9 * min(eff, 1.0))
             t += layers * p.layer_seconds.get(backend.value, 0.0)
-        scale = local_scale(model.local_decode_scale, _device_key(rig, device), mix)
-        if scale is not None:
-            t /= scale
-            local = True
+        if model.local_decode_scale:
+            scale = local_scale(model.local_decode_scale, _device_key(rig, device), mix)
+            if scale is not None:
+                t /= scale
+                local = True
         total += t
         if worst is None or t > worst[0]:
             worst = (t, device)
     if total <= 0 or worst is None:
-        return _unknown("nothing to read")
-    point = 1.0 / total
-    band: Band = p.cpu_band if only_cpu else p.band
-    why = "compute-bound on the CPU, " if cpu_bound else ""
+        return "nothing to read"
+    return DecodeTime(total, worst[1], only_cpu, cpu_bound, local)
+
+
+def throughput_of(time: DecodeTime | str, depth: int, model: SpeedModel) -> Throughput:
+    """A decode time as the plan shows it: point, calibrated band, basis."""
+    if isinstance(time, str):
+        return _unknown(time)
+    assert model.decode is not None
+    point = time.tok_s
+    band: Band = model.decode.cpu_band if time.only_cpu else model.decode.band
+    why = "compute-bound on the CPU, " if time.cpu_bound else ""
     basis = (
-        f"estimated at {shape.depth} tokens of context: {why}bytes read / (bandwidth x "
-        f"efficiency) + per-layer cost; {model.local_basis if local else model.basis}"
+        f"estimated at {depth} tokens of context: {why}bytes read / (bandwidth x "
+        f"efficiency) + per-layer cost; {model.local_basis if time.local else model.basis}"
     )
-    return Throughput(
+    return Throughput.model_construct(  # computed here, nothing to validate
         tok_s=point,
         low_tok_s=point * band.low,
         high_tok_s=point * band.high,
         known=True,
         basis=basis,
-        limiting_device=worst[1],
-        depth=shape.depth,
+        limiting_device=time.limiting_device,
+        depth=depth,
     )
+
+
+def estimate_decode_shape(
+    shape: DecodeShape, layout: WeightsLayout, rig: Rig, s: PlanSettings, model: SpeedModel
+) -> Throughput:
+    return throughput_of(decode_time(shape, layout, rig, s, model), shape.depth, model)
 
 
 def estimate_prefill_reads(
@@ -210,7 +262,7 @@ def estimate_prefill_reads(
     p, d = model.prefill, model.decode
     if p is None or d is None:
         return Prefill(prompt_tokens=tokens, basis="unknown: no prefill calibration loaded")
-    mix = family_mix(layout.tensor_types)
+    mix = _layout_mix(layout)
     q = mixed_factor(mix, p.quant_factor)
     local = False
     total_read = sum(weight_reads.values())
