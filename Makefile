@@ -64,7 +64,7 @@ bundle: $(STAMP) system-deps
 # Loads synthetic GGUFs with llama.cpp itself and compares its buffers with RigSpark's
 # figures (validation/run_validation.py -> validation/cases.json, docs/validation.md).
 # Slow: builds llama-cpp-python (CPU) into its own environment on first use.
-LLAMA_VENV ?= /work/llama-venv
+LLAMA_VENV ?= $(HOME)/.cache/rigspark/llama-venv
 validate: $(STAMP)
 	$(LLAMA_VENV)/bin/python -c "import llama_cpp" 2>/dev/null || { \
 		test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV); \

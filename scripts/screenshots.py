@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# the shipped speed prior only: no on-machine calibration or cached bandwidth of this host
+os.environ["RIGSPARK_CACHE_DIR"] = tempfile.mkdtemp(prefix="rigspark-screens-")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -20,6 +23,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from rigspark_gui.catalog.gpu_database import load_gpu_database  # noqa: E402
 from rigspark_gui.catalog.rig_file import load_rig  # noqa: E402
+from rigspark_gui.core.rig import Cpu, Rig  # noqa: E402
 from rigspark_gui.resources import data_file  # noqa: E402
 from rigspark_gui.ui import background, dialogs  # noqa: E402
 from rigspark_gui.ui.main_window import MainWindow  # noqa: E402
@@ -50,6 +54,29 @@ def main() -> None:
         for _ in range(5):
             app.processEvents()
         w.grab().save(str(out / f"{name}.png"))
+    w.close()
+    # Auto on a desktop with no GPU: the speed it reaches decides the quantization
+    desktop = Rig(
+        name="Desktop, no GPU",
+        ram_total_bytes=32 << 30,
+        ram_available_bytes=28 << 30,
+        cpu=Cpu(
+            name="AMD Ryzen 7 7700",
+            cores=8,
+            memory_bandwidth_gbps=60.0,
+            features=("avx2", "avx512"),
+        ),
+    )
+    settings.clear()
+    w = MainWindow(rig=desktop, detect_on_start=False, settings=settings)
+    w.resize(1500, 900)
+    w.session.set_model("llama-3.1-8b-instruct")
+    w.session.update_settings(context=8192)
+    w.show()
+    w.tabs.setCurrentWidget(w.paths_tab)
+    for _ in range(5):
+        app.processEvents()
+    w.grab().save(str(out / "paths-cpu-auto.png"))
     w.close()
     settings.clear()
     Path(settings.fileName()).unlink(missing_ok=True)

@@ -27,7 +27,13 @@ from rigspark_gui.calibrate.runners import (
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill, quant_family
+from rigspark_gui.core.speed import (
+    Band,
+    SpeedModel,
+    estimate_decode,
+    estimate_prefill,
+    quant_family,
+)
 from rigspark_gui.core.weights import weights_layout
 from rigspark_gui.user_dirs import cache_dir
 
@@ -105,6 +111,12 @@ def _geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+# The band of a calibrated estimate: a calibrated plan against separate llama.cpp runs
+# of a model of another shape on the same machine was off by -11.6 % to +9.0 % (six
+# comparisons, docs/validation-speed.md), run-to-run noise of a shared VM included.
+LOCAL_BAND = Band(low=0.88, high=1.12, rows=6)
+
+
 def apply(model: SpeedModel, cal: LocalCalibration | None) -> SpeedModel:
     """The prior with this machine's measured scales on top."""
     if cal is None or not cal.runs:
@@ -114,6 +126,7 @@ def apply(model: SpeedModel, cal: LocalCalibration | None) -> SpeedModel:
             "local_decode_scale": cal.scales(),
             "local_prefill_scale": cal.scales(prefill=True),
             "local_basis": cal.basis(),
+            "local_band": LOCAL_BAND,
         }
     )
 

@@ -257,14 +257,33 @@ def _try_same_slots(
     layout: WeightsLayout,
     like: _Trial,
 ) -> _Trial:
-    """A smaller quantization on the slots an earlier trial chose. On a GPU-only path with
-    llama.cpp's default split the slots do not depend on the quantization (all layers on
-    the GPUs, split by free memory), so this is the trial `_try` would make, without
-    working the slots out again."""
+    """Another quantization on the slots an earlier trial of the path used, without working
+    them out again. Only `_try_next` calls it, where the slots cannot depend on the
+    quantization."""
     repack = repack_for(spec, quant, ctx.rig.cpu.features)
     ev = FitEvaluator(spec.geometry, layout, ctx.rig, ctx.s, repack, ctx)
     m = _measure(ev.tally_ranges(like.ranges), cand)
     return _Trial(quant, layout, ev, like.ranges, like.ngl, like.split, m)
+
+
+def _try_next(
+    spec: ModelSpec,
+    ctx: FitContext,
+    cand: PathCandidate,
+    quant: str,
+    layout: WeightsLayout,
+    like: _Trial | None,
+) -> _Trial:
+    """The trial `_try` makes, faster when an earlier trial's slots carry over: on the
+    CPU, unified and single-GPU paths every slot's device is fixed, and on the multi-GPU
+    path llama.cpp's default split is kept whenever it fits (only when it does not is
+    another split sought). The offload path's -ngl depends on the quantization."""
+    if like is None or cand.name is PathName.CPU_OFFLOAD or like.split is not None:
+        return _try(spec, ctx, cand, quant, layout)
+    trial = _try_same_slots(spec, ctx, cand, quant, layout, like)
+    if cand.name is PathName.MULTI_GPU and not trial.m.fits:
+        return _try(spec, ctx, cand, quant, layout)
+    return trial
 
 
 def _memory_bound(rig: Rig, cand: PathCandidate) -> int:
@@ -431,11 +450,7 @@ def search_path(
         layout = weights_layout(spec, q)
         if i < len(quants) - 1 and _surely_too_big(layout, ctx.kv_total, bound, cand):
             continue  # the last quant is always tried in full: its figures are shown
-        same_slots = chosen is not None and cand.name in GPU_ONLY and chosen[0].split is None
-        if chosen is not None and same_slots:
-            trial = _try_same_slots(spec, ctx, cand, q, layout, chosen[0])
-        else:
-            trial = _try(spec, ctx, cand, q, layout)
+        trial = _try_next(spec, ctx, cand, q, layout, last)
         last = trial
         if not (trial.m.fits and context_ok):
             continue
@@ -453,7 +468,7 @@ def search_path(
     shown = chosen[0] if chosen is not None else last
     assert shown is not None
     ladder = tuple(
-        QuantOption(quant=tr.quant, required_bytes=tr.m.required, tok_s=_tok_s(t))
+        QuantOption.model_construct(quant=tr.quant, required_bytes=tr.m.required, tok_s=_tok_s(t))
         for tr, t in fitting
     )
     time = chosen[1] if chosen is not None else None

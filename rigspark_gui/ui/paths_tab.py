@@ -90,6 +90,9 @@ class PathsTab(QWidget):
             )
             if p.choice:
                 text += f"<br>{escape(p.choice)}."
+            if len(p.ladder) > 1:
+                rungs = " · ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in p.ladder)
+                text += f"<br><small>Fits on this path: {escape(rungs)}</small>"
             self.summary.setText(text)
             self.summary.setToolTip(auto_rule(plan.settings))
         else:

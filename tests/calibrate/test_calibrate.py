@@ -251,3 +251,25 @@ def test_a_crash_in_llamas_repacked_buffers_is_timed_without_them(tmp_path: Path
     assert "#20824" in runner.name
     with pytest.raises(ToolCrashed, match="crashed"):
         run_tool([str(fake), "x", "bench", json.dumps({"no_extra_bufts": False})], cancel)
+
+
+def test_a_calibrated_device_gets_the_narrow_band_of_the_check(fake_bin: Path) -> None:
+    from rigspark_gui.calibrate.calibration import LOCAL_BAND
+
+    rig, prior = this_machine(), simple_speed_model()
+    cal = run_calibration(rig, find_runner(), prior, quants=("Q8_0",), shape=TINY)
+    spec = spec_of_tiny()
+    s = PlanSettings(context=1024)
+    placement = uniform_placement(spec.geometry, rig, s, CPU)
+    layout = weights_layout(spec, spec.available_quants[0])
+    before = estimate_decode(placement, spec.geometry, layout, rig, s, prior)
+    after = estimate_decode(placement, spec.geometry, layout, rig, s, apply(prior, cal))
+    assert before.high_tok_s / before.tok_s == pytest.approx(1.5)  # the prior's CPU band
+    assert after.high_tok_s / after.tok_s == pytest.approx(LOCAL_BAND.high)
+    assert "narrows the band" in before.basis and "narrows" not in after.basis
+
+
+def spec_of_tiny():
+    from tests.conftest import LLAMA_31_8B, spec_of
+
+    return spec_of(LLAMA_31_8B, "tiny-cal", ("Q8_0",))

@@ -321,3 +321,62 @@ def test_prompt_length_drives_the_prefill_estimate(qtbot, window) -> None:
     assert window.session.settings.prompt_tokens == 4096
     assert gpu().prefill.high_seconds > before
     assert "4096 tokens" in window.paths_tab.table.item(0, 6).text()
+
+
+def _gpu_path(window):
+    return next(p for p in window.session.plan.paths if p.path is PathName.GPU)
+
+
+def test_minimum_speed_steers_auto_and_is_remembered(qtbot, tmp_path) -> None:
+    path = str(tmp_path / "speed.ini")
+    w = MainWindow(rig=rig_2x3090(), detect_on_start=False,
+                   settings=QSettings(path, QSettings.Format.IniFormat))  # fmt: skip
+    qtbot.addWidget(w)
+    w.show()
+    w.session.set_model("llama-3.1-8b-instruct")
+    spin = w.controls.min_speed
+    spin.clear()
+    qtbot.keyClicks(spin, "0")
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert w.session.settings.min_tok_s == 0 and _gpu_path(w).quant == "BF16"
+    assert spin.text() == "off"
+
+    spin.selectAll()
+    qtbot.keyClicks(spin, "120")
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    gpu = _gpu_path(w)
+    assert gpu.quant != "BF16" and gpu.throughput.tok_s >= 120
+    assert "below the 120 tok/s minimum" in w.paths_tab.summary.text()
+    quant_cell = w.paths_tab.table.item(0, 2)
+    assert "Fits on this path" in quant_cell.toolTip() and "BF16" in quant_cell.toolTip()
+    w.close()
+
+    again = MainWindow(rig=rig_2x3090(), detect_on_start=False,
+                       settings=QSettings(path, QSettings.Format.IniFormat))  # fmt: skip
+    qtbot.addWidget(again)
+    assert again.session.settings.min_tok_s == 120
+    assert again.controls.min_speed.value() == 120
+
+
+def test_the_gpu_backend_choice_changes_the_speed(qtbot, window) -> None:
+    window.session.set_model("llama-3.1-8b-instruct")
+    window.session.update_settings(min_tok_s=0.0)
+    cuda = _gpu_path(window).throughput.tok_s
+    combo = window.controls.gpu_backend
+    combo.setCurrentIndex(combo.findText("Vulkan"))
+    assert window.session.settings.gpu_backend.value == "vulkan"
+    vulkan = _gpu_path(window).throughput.tok_s
+    assert vulkan != cuda
+    combo.setCurrentIndex(combo.findText("Metal"))
+    assert not _gpu_path(window).throughput.known
+    assert "metal does not run on nvidia" in window.paths_tab.table.item(0, 5).toolTip()
+    combo.setCurrentIndex(combo.findText("Auto"))
+    assert window.session.settings.gpu_backend is None
+
+
+def test_paths_show_a_point_with_its_band(qtbot, window) -> None:
+    window.session.set_model("llama-3.1-8b-instruct")
+    text = window.paths_tab.table.item(0, 5).text()
+    t = _gpu_path(window).throughput
+    assert text == f"{t.tok_s:.0f} tok/s ({t.low_tok_s:.0f}–{t.high_tok_s:.0f})"
+    assert "calibrated on" in window.paths_tab.table.item(0, 5).toolTip()

@@ -21,7 +21,6 @@ from rigspark_gui.core.speed.model import (
     CPU_BACKEND,
     Band,
     DecodeParams,
-    DeviceClass,
     QuantFamily,
     SpeedModel,
 )
@@ -151,7 +150,71 @@ class DecodeTime(NamedTuple):
         return 1.0 / self.seconds
 
 
-_gpu_class: ByIdentity[Gpu, DeviceClass] = ByIdentity(device_class)
+class _DeviceSpeed(NamedTuple):
+    """What decode time on one device needs beyond the bytes: worked out once per rig,
+    settings and model, since every trial of every path asks again."""
+
+    rate: float  # bytes/s before the quantization factor (CPU: the memory stream)
+    ceiling: float  # bytes/s no factor can exceed: the full bandwidth
+    backend: str  # factor key for the quantization mix: a GPU backend, or "cpu"
+    layer_seconds: float
+    cpu: bool
+    cores: int  # CPU only: threads that compute
+    core_rate: float  # CPU only: F16 elements/s per core (0: no compute bound)
+    local_key: str
+
+
+_tables: dict[tuple[int, int, int], tuple[object, object, object, dict[str, _DeviceSpeed | str]]]
+_tables = {}
+
+
+def _device_speed(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _DeviceSpeed | str:
+    key = (id(rig), id(s), id(model))
+    hit = _tables.get(key)
+    if hit is None or hit[0] is not rig or hit[1] is not s or hit[2] is not model:
+        if len(_tables) > 64:
+            _tables.clear()
+        hit = (rig, s, model, {})
+        _tables[key] = hit
+    table = hit[3]
+    found = table.get(device)
+    if found is None:
+        found = table[device] = _work_out(rig, s, model, device)
+    return found
+
+
+def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _DeviceSpeed | str:
+    p = model.decode
+    assert p is not None
+    if device == CPU:
+        bw = rig.cpu.memory_bandwidth_gbps
+        if bw is None:
+            return "CPU memory bandwidth is not known (measure it, or give it in the rig)"
+        isa = cpu_isa(rig.cpu)
+        cores = rig.cpu.cores or rig.cpu.threads or 0
+        stream = bw * 1e9 * p.cpu_efficiency
+        core_bw = p.cpu_core_bandwidth.get(isa)
+        if cores and core_bw:
+            stream = min(stream, cores * core_bw)
+        return _DeviceSpeed(
+            stream, stream, CPU_BACKEND, p.layer_seconds.get(CPU_BACKEND, 0.0), True, cores,
+            p.cpu_core_rate.get(isa, 0.0), f"cpu:{rig.cpu.name}",
+        )  # fmt: skip
+    gpu = _gpu(rig, device)
+    if gpu.bandwidth_gbps is None:
+        return f"{device} ({gpu.name}) memory bandwidth is not known"
+    backend, engine = _backend_key(gpu, s)
+    if gpu.vendor not in RUNS_ON[backend]:
+        return f"{backend.value} does not run on {gpu.vendor.value} GPUs"
+    eff = p.efficiency.get(device_class(gpu))
+    if eff is None:
+        return f"no calibration for {gpu.name}'s device class"
+    eff *= _backend_factor(model, gpu, backend, engine)
+    full = gpu.bandwidth_gbps * 1e9
+    return _DeviceSpeed(
+        full * eff, full, backend.value, p.layer_seconds.get(backend.value, 0.0),
+        False, 0, 0.0, f"gpu:{gpu.name}",
+    )  # fmt: skip
 
 
 def decode_time(
@@ -171,41 +234,23 @@ def decode_time(
     for device, b in shape.reads.items():
         if b <= 0:
             continue
-        layers = shape.layers.get(device, 0)
-        if device == CPU:
-            bw = rig.cpu.memory_bandwidth_gbps
-            if bw is None:
-                return "CPU memory bandwidth is not known (measure it, or give it in the rig)"
-            isa = cpu_isa(rig.cpu)
-            cores = rig.cpu.cores or rig.cpu.threads
-            stream = bw * 1e9 * p.cpu_efficiency
-            core_bw = p.cpu_core_bandwidth.get(isa)
-            if cores and core_bw:
-                stream = min(stream, cores * core_bw)
-            t = b / stream
-            rate = p.cpu_core_rate.get(isa)
-            if cores and rate and layout.total_bytes:
+        d = _device_speed(rig, s, model, device)
+        if isinstance(d, str):
+            return d
+        if d.cpu:
+            t = b / d.rate
+            if d.cores and d.core_rate and layout.total_bytes:
                 elements = b * layout.n_params / layout.total_bytes
-                compute = elements / (cores * rate * _gpu_quant(p, mix, CPU_BACKEND))
+                compute = elements / (d.cores * d.core_rate * _gpu_quant(p, mix, CPU_BACKEND))
                 if compute > t:
                     t, cpu_bound = compute, True
-            t += layers * p.layer_seconds.get(CPU_BACKEND, 0.0)
         else:
             only_cpu = False
-            gpu = _gpu(rig, device)
-            if gpu.bandwidth_gbps is None:
-                return f"{device} ({gpu.name}) memory bandwidth is not known"
-            backend, engine = _backend_key(gpu, s)
-            if gpu.vendor not in RUNS_ON[backend]:
-                return f"{backend.value} does not run on {gpu.vendor.value} GPUs"
-            eff = p.efficiency.get(_gpu_class(gpu))
-            if eff is None:
-                return f"no calibration for {gpu.name}'s device class"
-            eff *= _backend_factor(model, gpu, backend, engine) * _gpu_quant(p, mix, backend.value)
-            t = b / (gpu.bandwidth_gbps * 1e9 * min(eff, 1.0))
-            t += layers * p.layer_seconds.get(backend.value, 0.0)
+            # the efficiency caps at the full bandwidth, whatever the factors multiply to
+            t = b / min(d.rate * _gpu_quant(p, mix, d.backend), d.ceiling)
+        t += shape.layers.get(device, 0) * d.layer_seconds
         if model.local_decode_scale:
-            scale = local_scale(model.local_decode_scale, _device_key(rig, device), mix)
+            scale = local_scale(model.local_decode_scale, d.local_key, mix)
             if scale is not None:
                 t /= scale
                 local = True
@@ -224,11 +269,18 @@ def throughput_of(time: DecodeTime | str, depth: int, model: SpeedModel) -> Thro
     assert model.decode is not None
     point = time.tok_s
     band: Band = model.decode.cpu_band if time.only_cpu else model.decode.band
+    if time.local and model.local_band is not None:
+        band = model.local_band
     why = "compute-bound on the CPU, " if time.cpu_bound else ""
     basis = (
         f"estimated at {depth} tokens of context: {why}bytes read / (bandwidth x "
         f"efficiency) + per-layer cost; {model.local_basis if time.local else model.basis}"
     )
+    if time.only_cpu and not time.local:
+        basis += (
+            "; CPUs differ more than published runs describe: calibrating this machine "
+            "(View > Calibrate speed, or rigspark-plan calibrate) narrows the band"
+        )
     return Throughput.model_construct(  # computed here, nothing to validate
         tok_s=point,
         low_tok_s=point * band.low,

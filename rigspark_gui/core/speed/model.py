@@ -107,3 +107,6 @@ class SpeedModel(Frozen):
     local_decode_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
     local_prefill_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
     local_basis: str = ""
+    local_band: Band | None = Field(
+        default=None, description="band of an estimate on a calibrated device"
+    )
