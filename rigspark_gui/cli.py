@@ -33,14 +33,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _context(text: str) -> int:
-    value = text.strip().lower()
-    mult = 1
-    if value.endswith("k"):
-        value, mult = value[:-1], 1024
-    try:
-        n = int(value) * mult
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a token count: {text!r}") from None
+    from rigspark_gui.core.units import parse_token_count
+
+    n = parse_token_count(text)
+    if n is None:
+        raise argparse.ArgumentTypeError(f"not a token count: {text!r}")
     if not 1 <= n <= 1 << 24:
         raise argparse.ArgumentTypeError(f"context must be between 1 and 16M tokens, got {text}")
     return n

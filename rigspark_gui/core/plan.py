@@ -101,6 +101,11 @@ def plan(
     g = spec.geometry
     if s.context > g.context_length:
         notes.append(f"context {s.context} exceeds the model's trained context {g.context_length}")
+    if s.prompt_tokens > s.context:
+        notes.append(
+            f"the prompt ({s.prompt_tokens} tokens) is longer than the context ({s.context}): "
+            "llama.cpp would cut it; prefill and decode are estimated at the context's end"
+        )
     if not rig.gpus:
         notes.append("no GPU in this rig: only the CPU path is planned")
     comparison: tuple[KvComparisonRow, ...] = ()

@@ -56,3 +56,21 @@ def tok_s_range(low: float | None, high: float | None) -> str:
         return "unknown"
     digits = 0 if low >= 10 else 1
     return f"{low:.{digits}f}-{high:.{digits}f} tok/s"
+
+
+def parse_token_count(text: str) -> int | None:
+    """A token count as people type it: 32768, 32k, 128K, 1M (k = 1024, M = 1024 k),
+    spaces and a trailing "tokens" ignored. None when it is not one."""
+    value = text.strip().lower().removesuffix("tokens").strip().replace(" ", "").replace(",", "")
+    mult = 1
+    if value.endswith("k"):
+        value, mult = value[:-1], 1024
+    elif value.endswith("m"):
+        value, mult = value[:-1], 1024 * 1024
+    try:
+        n = float(value) * mult if mult > 1 else int(value)
+    except ValueError:
+        return None
+    if n != int(n) or n < 0:
+        return None
+    return int(n)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
+from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.session import PlannerSession
 
@@ -44,6 +46,25 @@ GPU_BACKEND_LABELS = {
 }
 SLIDER_STEPS = 1000
 MIN_CONTEXT = 256
+
+
+class TokenSpinBox(QSpinBox):
+    """A token count field that understands "32k", "128K" and "1M" as people type them."""
+
+    def validate(self, text: str, pos: int) -> object:
+        core = text.removesuffix(self.suffix()).strip()
+        if not core or core.lower() in ("k", "m") or core.endswith((".", ",")):
+            return (QValidator.State.Intermediate, text, pos)
+        n = parse_token_count(core)
+        if n is None:
+            return (QValidator.State.Invalid, text, pos)
+        if not self.minimum() <= n <= self.maximum():
+            return (QValidator.State.Intermediate, text, pos)
+        return (QValidator.State.Acceptable, text, pos)
+
+    def valueFromText(self, text: str) -> int:
+        n = parse_token_count(text.removesuffix(self.suffix()))
+        return self.value() if n is None else n
 
 
 class ControlsBar(QWidget):
@@ -70,7 +91,7 @@ class ControlsBar(QWidget):
         self.context_slider.setToolTip("Context length (logarithmic)")
         self.context_slider.setMinimumWidth(180)
         self.context_slider.valueChanged.connect(self._on_slider)
-        self.context_spin = QSpinBox()
+        self.context_spin = TokenSpinBox()
         self.context_spin.setRange(1, 1 << 24)
         self.context_spin.setSingleStep(1024)
         self.context_spin.setSuffix(" tokens")
@@ -217,6 +238,9 @@ class ControlsBar(QWidget):
             self.context_slider.setValue(self._slider_pos(s.context))
             self.kv_k.setCurrentIndex(self.kv_k.findData(s.kv_k.value))
             self.kv_v.setCurrentIndex(self.kv_v.findData(s.kv_v.value))
+            if s.kv_k != s.kv_v:
+                self.kv_link.setChecked(False)  # mixed types cannot be shown as linked
+            self.kv_v.setEnabled(not self.kv_link.isChecked())
             self.flash_attn.setChecked(s.flash_attn)
             self.parallel.setValue(s.parallel)
             self.prompt.setValue(s.prompt_tokens)

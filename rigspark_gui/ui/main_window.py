@@ -352,7 +352,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ plan
     def _on_plan_changed(self, plan: Plan) -> None:
         self.problem.hide()
-        self.paths_tab.show_plan(plan)
+        rig_notes = set(self.session.rig.notes) if self.session.rig is not None else set()
+        self.paths_tab.show_plan(plan, warnings=[n for n in plan.notes if n not in rig_notes])
         self._refresh_visible_tab()
 
     def _on_plan_failed(self, message: str) -> None:

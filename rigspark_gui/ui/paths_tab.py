@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 from PySide6.QtCore import Qt
@@ -76,7 +77,7 @@ class PathsTab(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(split, 1)
 
-    def show_plan(self, plan: Plan) -> None:
+    def show_plan(self, plan: Plan, warnings: Sequence[str] = ()) -> None:
         rec = plan.recommended
         if rec is not None:
             p = next(x for x in plan.paths if x.path is rec)
@@ -99,6 +100,11 @@ class PathsTab(QWidget):
             self.summary.setText(
                 f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
                 "on any path."
+            )
+        if warnings:
+            lines = "".join(f"<br>⚠ {escape(w)}" for w in warnings)
+            self.summary.setText(
+                self.summary.text() + f"<span style='color:{COLOURS['kv']}'>{lines}</span>"
             )
         self.fit_chart.show_chart(fit_chart(plan))
         self.speed_chart.show_chart(speed_chart(plan))

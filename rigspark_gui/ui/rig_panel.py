@@ -59,6 +59,7 @@ RIG_FILE_FILTER = "Rig files (*.json);;All files (*)"
 MNEMONICS = "GUETDOSIR"
 # Ceilings for the spin boxes: far above any real machine, low enough to catch a typo.
 MAX_RAM_GIB = 65536.0
+MIN_RAM_GIB = 0.5
 MAX_RESERVE_MIB = 1 << 20
 
 COL_DEVICE, COL_MEMORY, COL_BANDWIDTH, COL_COMPUTE, COL_RESERVE = range(5)
@@ -739,7 +740,11 @@ class RigPanel(QWidget):
         self.reserve_label.setText(f"{label} &reserve:")
         self.reserve_spin.blockSignals(True)
         if position is not None:
-            self.reserve_spin.setValue(round(self._rig.gpus[position].reserve_bytes / MIB))
+            gpu = self._rig.gpus[position]
+            # a reserve can hold back the whole card, not more
+            limit = gpu.memory_total_bytes or gpu.memory_bytes
+            self.reserve_spin.setMaximum(limit // MIB if limit else MAX_RESERVE_MIB)
+            self.reserve_spin.setValue(round(gpu.reserve_bytes / MIB))
         else:
             self.reserve_spin.setValue(0)
         self.reserve_spin.blockSignals(False)
@@ -819,6 +824,13 @@ class RigPanel(QWidget):
 
     @Slot(float)
     def _on_ram_spin_value_changed(self, value: float) -> None:
+        if value < MIN_RAM_GIB:
+            # no machine plans anything in less; keep the rig and say why
+            self.ram_spin.blockSignals(True)
+            self.ram_spin.setValue(self._rig.ram_total_bytes / GIB)
+            self.ram_spin.blockSignals(False)
+            self.status_label.setText(f"RAM must be at least {MIN_RAM_GIB:g} GiB.")
+            return
         self.set_ram_total_bytes(round(value * GIB))
 
     @Slot(int)

@@ -35,6 +35,9 @@ class PlannerSession(QObject):
         self.rig: Rig | None = None
         self.settings = PlanSettings()
         self.plan: Plan | None = None
+        # The context the user asked for: a model with a shorter trained context clamps
+        # it, and the next model that allows it gets it back.
+        self.asked_context = self.settings.context
 
     # ------------------------------------------------------------ models
     @property
@@ -54,8 +57,9 @@ class PlannerSession(QObject):
             return
         self.spec = spec
         changes: dict[str, Any] = {}
-        if self.settings.context > spec.geometry.context_length:
-            changes["context"] = spec.geometry.context_length
+        context = min(self.asked_context, spec.geometry.context_length)
+        if context != self.settings.context:
+            changes["context"] = context
         if self.settings.quant is not None and self.settings.quant not in spec.available_quants:
             changes["quant"] = None
         if changes:
@@ -78,6 +82,8 @@ class PlannerSession(QObject):
         except RigSparkError as err:
             self.plan_failed.emit(str(err))
             return False
+        if "context" in changes:
+            self.asked_context = new.context
         if new != self.settings:
             self.settings = new
             self.settings_changed.emit(new)
