@@ -12,6 +12,8 @@ from rigspark_gui.core.compute_buffer import device_compute_bytes
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.kv_cache import kv_total_bytes
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.paths import Verdict
+from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.units import GIB, gib, speed_text
 from rigspark_gui.core.weights import weights_layout
@@ -48,6 +50,9 @@ class FitRow(Frozen):
     label: str
     segments: tuple[BarSegment, ...]
     capacity_gib: float = Field(description="the limit line: usable memory plus reserve")
+    margin_gib: float = Field(
+        description="where the margin kept free starts: a bar must end before it to fit"
+    )
     status: str = Field(description="fits, tight or over")
     annotation: str = Field(description="text beside the bar")
     recommended: bool
@@ -89,9 +94,9 @@ def fit_chart(plan: Plan) -> FitChart:
             segs.append(BarSegment(role=role, start_gib=x, width_gib=w, n_bytes=n))
             x += w
         capacity = (p.usable_bytes + b.reserve_bytes) / GIB
+        margin = capacity - HEADROOM * p.usable_bytes / GIB
         if p.fits:
-            headroom = p.usable_bytes - p.required_bytes
-            status = "tight" if headroom < 0.1 * max(p.usable_bytes, 1) else "fits"
+            status = "tight" if p.verdict is Verdict.TIGHT else "fits"
             note = f"{p.quant}: {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
         elif p.shortfall_bytes:
             status = "over"
@@ -104,9 +109,11 @@ def fit_chart(plan: Plan) -> FitChart:
                 )
             )
             note = f"needs {gib(p.shortfall_bytes)} more"
+            if x <= capacity:  # the bar ends inside the margin kept free
+                note += f" ({HEADROOM:.0%} is kept free)"
         else:
             status = "over"
-            note = f"does not fit ({p.reason.value if p.reason else 'unknown'})"
+            note = f"limited by {p.reason.words if p.reason else 'unknown'}"
         end = max(x, capacity + (p.shortfall_bytes or 0) / GIB)
         x_max = max(x_max, end)
         rows.append(
@@ -114,6 +121,7 @@ def fit_chart(plan: Plan) -> FitChart:
                 label=p.path.value,
                 segments=tuple(segs),
                 capacity_gib=capacity,
+                margin_gib=margin,
                 status=status,
                 annotation=note,
                 recommended=plan.recommended is p.path,

@@ -67,6 +67,33 @@ class Reason(StrEnum):
     CONTEXT = "context-bound"
     DISK = "disk-bound"
 
+    @property
+    def words(self) -> str:
+        """What limits the path, as a person says it."""
+        return REASON_WORDS[self]
+
+
+REASON_WORDS = {
+    Reason.VRAM: "GPU memory",
+    Reason.RAM: "system RAM",
+    Reason.CONTEXT: "the model's trained context",
+    Reason.DISK: "free disk space",
+}
+
+# One verdict vocabulary for chart, table, lanes, report and CLI: a path that fits with
+# less than this share of its usable memory to spare is "tight".
+TIGHT_SHARE = 0.10
+
+
+class Verdict(StrEnum):
+    FITS = "fits"
+    TIGHT = "tight"
+    NO = "does not fit"
+
+    @property
+    def mark(self) -> str:
+        return {"fits": "✓", "tight": "⚠", "does not fit": "✗"}[self.value]
+
 
 class MemoryBreakdown(Frozen):
     weights_bytes: int
@@ -111,6 +138,15 @@ class PathPlan(Frozen):
     @property
     def tok_s(self) -> float | None:
         return self.throughput.tok_s
+
+    @property
+    def verdict(self) -> Verdict:
+        """fits, tight (under 10 % of usable memory to spare) or does not fit."""
+        if not self.fits:
+            return Verdict.NO
+        if self.usable_bytes - self.required_bytes < TIGHT_SHARE * max(self.usable_bytes, 1):
+            return Verdict.TIGHT
+        return Verdict.FITS
 
 
 class PathCandidate:

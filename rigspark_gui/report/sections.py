@@ -148,7 +148,7 @@ def _model_rows(report: PlanReport) -> tuple[tuple[str, str], ...]:
 def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
     rows = []
     for p in report.paths:
-        fit = "✓ fits" if p.fits else "✗ no"
+        fit = f"{p.verdict.mark} {p.verdict.value}"
         star = "★ " if report.recommended is p.path else ""
         rows.append(
             (
@@ -158,7 +158,7 @@ def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
                 gib(p.required_bytes),
                 gib(p.usable_bytes),
                 gib(p.shortfall_bytes) if p.shortfall_bytes else "—",
-                p.reason.value if p.reason else "—",
+                p.reason.words if p.reason else "—",
                 speed_text(p.throughput.tok_s, p.throughput.low_tok_s, p.throughput.high_tok_s),
                 seconds_text(p.prefill.seconds, p.prefill.low_seconds, p.prefill.high_seconds),
                 str(p.ngl) if p.ngl is not None else "—",

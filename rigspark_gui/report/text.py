@@ -20,13 +20,13 @@ def path_label(p: PathPlan) -> str:
 
 def path_summary(p: PathPlan) -> str:
     if p.fits:
-        text = f"fits {p.quant} using {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
+        text = f"{p.verdict.value} {p.quant} using {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
         if p.path is PathName.CPU_OFFLOAD and p.ngl is not None:
             text += f" (-ngl {p.ngl})"
     elif p.shortfall_bytes is not None:
         text = f"does not fit at {p.quant}; needs {gib(p.shortfall_bytes)} more usable memory"
     else:
-        text = f"does not fit ({p.reason.value if p.reason else 'unknown'})"
+        text = f"does not fit (limited by {p.reason.words if p.reason else 'unknown'})"
     if p.fits:
         t = p.throughput
         if t.known:
@@ -34,7 +34,7 @@ def path_summary(p: PathPlan) -> str:
         else:
             text += f"; speed {p.throughput.basis}"
         if p.reason is not None:
-            text += f" ({p.reason.value}: file larger than free disk)"
+            text += f" ({p.reason.words}: the file is larger than the free disk)"
     return text
 
 

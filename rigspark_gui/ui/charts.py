@@ -185,6 +185,22 @@ class FitChartWidget(_Plot):
                 ),
             )
             limit.setData([row.capacity_gib, row.capacity_gib], [y - 0.38, y + 0.38])
+            # the margin kept free, drawn so that a bar ending just short of the limit line
+            # visibly does not fit
+            margin = pool.get(
+                (i, "margin"),
+                lambda: pg.BarGraphItem(
+                    x0=[0], width=[0], y=[0], height=0.76,
+                    brush=pg.mkBrush(128, 128, 128, 45), pen=pg.mkPen(None),
+                ),
+            )  # fmt: skip
+            margin.setOpts(
+                x0=[row.margin_gib], width=[max(row.capacity_gib - row.margin_gib, 0.0)], y=[y]
+            )
+            margin.setToolTip(
+                "Kept free: 5 % of usable memory for allocator rounding and fragmentation. "
+                "A bar must end before this zone to fit."
+            )
             end = max((s.start_gib + s.width_gib for s in row.segments), default=0.0)
             badge = "  ★ recommended" if row.recommended else ""
             text = pool.get((i, "text"), lambda: _label(self._fg))

@@ -29,9 +29,9 @@ COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "P
 
 
 def verdict_text(p: PathPlan, recommended: bool) -> str:
-    if not p.fits:
-        return "✗ does not fit"
-    return "★ recommended · ✓ fits" if recommended else "✓ fits"
+    v = p.verdict
+    text = f"{v.mark} {v.value}"
+    return f"★ recommended · {text}" if recommended else text
 
 
 def prefill_text(p: PathPlan) -> str:
@@ -127,7 +127,11 @@ class PathsTab(QWidget):
                 f"devices: {', '.join(p.devices)}"
                 + (f"\n-ngl {p.ngl}" if p.ngl is not None else ""),
             ),
-            (verdict_text(p, recommended), "the first path that fits is recommended"),
+            (
+                verdict_text(p, recommended),
+                "fits · tight (under 10 % of usable memory to spare) · does not fit; "
+                "5 % of usable memory is always kept free",
+            ),
             (
                 p.quant or "–",
                 (p.choice or "the best quality that fits at the minimum speed") + ladder_tip(p),
@@ -141,7 +145,10 @@ class PathsTab(QWidget):
             ),
             (speed, t.basis + ladder_tip(p)),
             (prefill_text(p), p.prefill.basis),
-            (p.reason.value if p.reason else "", "what limits this path"),
+            (
+                p.reason.words if p.reason else "",
+                f"what limits this path ({p.reason.value})" if p.reason else "",
+            ),
         ]
         for c, (text, tip) in enumerate(cells):
             item = self.table.item(r, c)
