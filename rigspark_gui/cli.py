@@ -118,7 +118,7 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend",
         default="llama.cpp",
-        choices=("llama.cpp", "ollama", "lm-studio", "vllm", "mlx"),
+        choices=("llama.cpp", "ollama", "lm-studio", "koboldcpp", "vllm", "mlx"),
     )
     p.add_argument(
         "--gpu-backend",

@@ -15,6 +15,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from pydantic import Field
 
+from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.fit import DeviceTally, FitContext, FitEvaluator
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.placement import (
@@ -29,7 +30,7 @@ from rigspark_gui.core.placement import (
     uniform_placement,
 )
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import (
     DecodeShape,
     DecodeTime,
@@ -159,6 +160,30 @@ class PathCandidate:
 
 def is_discrete(g: Gpu) -> bool:
     return not g.unified and g.vendor in DISCRETE_VENDORS and g.memory_bytes > 0
+
+
+def engine_paths(cands: list[PathCandidate], rig: Rig, backend: Backend) -> list[PathCandidate]:
+    """The paths an engine can run: MLX only Apple silicon's unified memory, vLLM only
+    GPUs (it places no single layer on the CPU); the llama.cpp family every path. An
+    engine that can run none here is a clear error, said where it is chosen."""
+    if backend is Backend.MLX:
+        apple = [c for c in cands if c.name is PathName.UNIFIED and any(
+            rig.gpus[i].vendor is Vendor.APPLE for i in c.gpu_ids)]  # fmt: skip
+        if not apple:
+            raise InvalidSettingsError(
+                "MLX runs on Apple silicon only, and this rig has none: choose llama.cpp "
+                "(or Ollama, LM Studio, koboldcpp)"
+            )
+        return apple
+    if backend is Backend.VLLM:
+        gpus = [c for c in cands if c.name in GPU_ONLY]
+        if not gpus:
+            raise InvalidSettingsError(
+                "vLLM runs on GPUs and this rig has none it can use: choose llama.cpp to "
+                "plan the CPU"
+            )
+        return gpus
+    return cands
 
 
 def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:

@@ -20,6 +20,7 @@ from rigspark_gui.core.paths import (
     _slots_for,
     candidate_paths,
     choose_recommended,
+    engine_paths,
     plan_path,
     recommended_placement,
 )
@@ -92,7 +93,8 @@ def plan(
         spec.cpu_only_quants
     )
     ctx = FitContext(spec.geometry, rig, s)
-    results = [plan_path(spec, rig, s, speed, c, ctx) for c in candidate_paths(rig, cpu_only)]
+    cands = engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
+    results = [plan_path(spec, rig, s, speed, c, ctx) for c in cands]
     paths = tuple(r[0] for r in results)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]

@@ -15,6 +15,7 @@ from rigspark_gui.core.paths import (
     PathSearch,
     candidate_paths,
     choose_recommended,
+    engine_paths,
     meets,
     quants_to_try,
     search_path,
@@ -106,7 +107,11 @@ def rank_model(
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
     )
-    paths = cands[cpu_only] if cands is not None else candidate_paths(rig, cpu_only)
+    paths = (
+        cands[cpu_only]
+        if cands is not None
+        else engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
+    )
     try:
         best, tried = _first_fit(spec, rig, settings, paths, speed)
     except RigSparkError as err:
@@ -137,7 +142,9 @@ def rank_models(
     specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, speed: SpeedModel
 ) -> list[RankedModel]:
     """Every model ranked: those that fit first (biggest first), then slow, then no."""
-    cands = {flag: candidate_paths(rig, flag) for flag in (False, True)}
+    cands = {
+        flag: engine_paths(candidate_paths(rig, flag), rig, s.backend) for flag in (False, True)
+    }
     rows = [rank_model(spec, rig, s, speed, cands) for spec in specs]
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))

@@ -16,16 +16,78 @@ DEFAULT_UBATCH = 512  # llama.cpp's default n_ubatch
 
 
 class Backend(StrEnum):
+    """The engine a plan is for: one list for planning and for launching."""
+
     LLAMA_CPP = "llama.cpp"
     OLLAMA = "ollama"
     LM_STUDIO = "lm-studio"
+    KOBOLDCPP = "koboldcpp"
     VLLM = "vllm"
     MLX = "mlx"
 
     @property
     def ggml_based(self) -> bool:
-        """Ollama and LM Studio run llama.cpp underneath: same allocator, same figures."""
-        return self in (Backend.LLAMA_CPP, Backend.OLLAMA, Backend.LM_STUDIO)
+        """Ollama, LM Studio and koboldcpp run llama.cpp underneath: same allocator,
+        same figures."""
+        return self in (Backend.LLAMA_CPP, Backend.OLLAMA, Backend.LM_STUDIO, Backend.KOBOLDCPP)
+
+    @property
+    def label(self) -> str:
+        return _BACKEND_LABELS[self]
+
+    @property
+    def kv_types(self) -> tuple[KvCacheType, ...]:
+        """The KV cache types this engine can be told to use."""
+        return _BACKEND_KV[self]
+
+    @property
+    def kv_linked(self) -> bool:
+        """One type for K and V (Ollama's OLLAMA_KV_CACHE_TYPE, koboldcpp's --quantkv,
+        vLLM's --kv-cache-dtype, MLX)."""
+        return self not in (Backend.LLAMA_CPP, Backend.LM_STUDIO)
+
+    def kv_problem(self, k: KvCacheType, v: KvCacheType) -> str | None:
+        """Why this engine cannot run K/V types k and v, or None."""
+        allowed = self.kv_types
+        if self.kv_linked and k != v:
+            return f"{self.label} uses one KV type for K and V, not K {k.value} / V {v.value}"
+        bad = next((t for t in (k, v) if t not in allowed), None)
+        if bad is not None:
+            names = ", ".join(t.value for t in allowed)
+            return f"{self.label}'s KV cache takes {names}, not {bad.value}"
+        return None
+
+    def nearest_kv(self, k: KvCacheType) -> KvCacheType:
+        """The type this engine would use for a cache asked to be `k` (same, else the
+        closest one it has at least as many bits as, else its first)."""
+        if k in self.kv_types:
+            return k
+        order = list(KvCacheType)
+        for t in order[order.index(k) :: -1]:
+            if t in self.kv_types:
+                return t
+        return self.kv_types[0]
+
+
+_LLAMA_KV = tuple(k for k in KvCacheType if k.llama_cpp)
+# Ollama's OLLAMA_KV_CACHE_TYPE and koboldcpp's --quantkv know these three only; vLLM
+# stores auto (the model's f16/bf16) or fp8; MLX-LM's cache is the model's dtype.
+_BACKEND_KV: dict[Backend, tuple[KvCacheType, ...]] = {
+    Backend.LLAMA_CPP: _LLAMA_KV,
+    Backend.LM_STUDIO: _LLAMA_KV,
+    Backend.OLLAMA: (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0),
+    Backend.KOBOLDCPP: (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0),
+    Backend.VLLM: (KvCacheType.F16, KvCacheType.BF16, KvCacheType.FP8),
+    Backend.MLX: (KvCacheType.F16, KvCacheType.BF16),
+}
+_BACKEND_LABELS = {
+    Backend.LLAMA_CPP: "llama.cpp",
+    Backend.OLLAMA: "Ollama",
+    Backend.LM_STUDIO: "LM Studio",
+    Backend.KOBOLDCPP: "koboldcpp",
+    Backend.VLLM: "vLLM",
+    Backend.MLX: "MLX",
+}
 
 
 class GpuBackend(StrEnum):
@@ -72,13 +134,9 @@ class PlanSettings(Frozen):
         ggml = self.backend.ggml_based or self.backend is Backend.MLX
         if ggml and (self.kv_k is KvCacheType.FP8 or self.kv_v is KvCacheType.FP8):
             raise InvalidSettingsError("the fp8 KV cache is a vLLM option; llama.cpp has none")
-        if self.backend is Backend.VLLM and not (
-            self.kv_k == self.kv_v
-            and self.kv_k in (KvCacheType.F16, KvCacheType.BF16, KvCacheType.FP8, KvCacheType.F32)
-        ):
-            raise InvalidSettingsError(
-                "vLLM's KV cache is one type for K and V: auto (f16/bf16) or fp8"
-            )
+        problem = self.backend.kv_problem(self.kv_k, self.kv_v)
+        if problem is not None:
+            raise InvalidSettingsError(problem)
         if self.kv_v.quantized and not self.flash_attn and ggml:
             raise InvalidSettingsError(
                 f"a quantized V cache ({self.kv_v.value}) needs flash attention "

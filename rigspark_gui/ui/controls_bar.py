@@ -29,13 +29,7 @@ from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.session import PlannerSession
 
 PRESETS = (("4K", 4096), ("8K", 8192), ("32K", 32768), ("128K", 131072))
-BACKEND_LABELS = {
-    Backend.LLAMA_CPP: "llama.cpp",
-    Backend.OLLAMA: "Ollama",
-    Backend.LM_STUDIO: "LM Studio",
-    Backend.VLLM: "vLLM",
-    Backend.MLX: "MLX",
-}
+BACKEND_LABELS = {b: b.label for b in Backend}
 GPU_BACKEND_LABELS = {
     None: "Auto",
     GpuBackend.CUDA: "CUDA",
@@ -142,10 +136,12 @@ class ControlsBar(QWidget):
         self.backend = QComboBox()
         for b, label in BACKEND_LABELS.items():
             self.backend.addItem(label, b.value)
-        self.backend.setToolTip("Ollama and LM Studio run llama.cpp: same memory figures")
-        self.backend.currentIndexChanged.connect(
-            lambda _i: self._update(backend=self.backend.currentData())
+        self.backend.setToolTip(
+            "The engine you will run: Ollama, LM Studio and koboldcpp run llama.cpp (same "
+            "memory figures); each one's KV types and paths are offered, and Layers ▸ "
+            "Launch with follows it"
         )
+        self.backend.currentIndexChanged.connect(self._on_backend)
 
         self.gpu_backend = QComboBox()
         for gb, label in GPU_BACKEND_LABELS.items():
@@ -245,6 +241,7 @@ class ControlsBar(QWidget):
             self.parallel.setValue(s.parallel)
             self.prompt.setValue(s.prompt_tokens)
             self.backend.setCurrentIndex(self.backend.findData(s.backend.value))
+            self._offer_kv_types(s.backend)
             self.min_speed.setValue(s.min_tok_s)
             gb = s.gpu_backend.value if s.gpu_backend else ""
             self.gpu_backend.setCurrentIndex(max(self.gpu_backend.findData(gb), 0))
@@ -302,6 +299,41 @@ class ControlsBar(QWidget):
         if clamped != n:
             self.message.emit(f"Context clamped to the model's trained context ({clamped})")
         self._update(context=clamped)
+
+    def _offer_kv_types(self, backend: Backend) -> None:
+        """Only the KV types this engine takes are offered; engines with one type for K
+        and V keep them linked."""
+        allowed = {t.value for t in backend.kv_types}
+        for combo in (self.kv_k, self.kv_v):
+            view = combo.view()
+            for i in range(combo.count()):
+                view.setRowHidden(i, combo.itemData(i) not in allowed)
+        if backend.kv_linked:
+            self.kv_link.setChecked(True)
+        self.kv_link.setEnabled(not backend.kv_linked)
+        self.kv_link.setToolTip(
+            f"{backend.label} uses one type for K and V"
+            if backend.kv_linked
+            else "Use the same type for K and V; untick to mix them"
+        )
+        self.kv_v.setEnabled(not self.kv_link.isChecked())
+
+    def _on_backend(self, _i: int) -> None:
+        if self._syncing:
+            return
+        backend = Backend(self.backend.currentData())
+        s = self.session.settings
+        changes: dict[str, object] = {"backend": backend}
+        k = backend.nearest_kv(s.kv_k)
+        v = k if backend.kv_linked else backend.nearest_kv(s.kv_v)
+        if (k, v) != (s.kv_k, s.kv_v):
+            changes.update(kv_k=k, kv_v=v)
+            why = backend.kv_problem(s.kv_k, s.kv_v) or ""
+            kv = k.value if k == v else f"K {k.value} / V {v.value}"
+            self.message.emit(f"{why[:1].upper()}{why[1:]}: KV cache set to {kv}")
+        if v.quantized and backend.ggml_based and not s.flash_attn:
+            changes["flash_attn"] = True
+        self._update(**changes)
 
     def _on_link(self, linked: bool) -> None:
         self.kv_v.setEnabled(not linked)

@@ -32,6 +32,7 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 from rigspark_gui.resources import data_file
@@ -136,6 +137,7 @@ class MainWindow(QMainWindow):
         self.session.plan_failed.connect(self._on_plan_failed)
         self.session.model_changed.connect(lambda _s: self._save_choices())
         self.session.settings_changed.connect(lambda _s: self._save_choices())
+        self.session.settings_changed.connect(self._follow_backend)
         self.controls.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.kv_tab.pair_chosen.connect(self._on_kv_pair_chosen)
         self.catalog_tab.model_opened.connect(self._on_catalog_open)
@@ -319,6 +321,13 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Bandwidth measurement failed: {err}", 10000)
 
         run_in_background(self, measure, done, failed)
+
+    def _follow_backend(self, s: PlanSettings) -> None:
+        """Layers ▸ Launch with follows the engine chosen in the top bar."""
+        combo = self.layers_tab.engine_combo
+        i = combo.findData(s.backend.value)
+        if i >= 0 and i != combo.currentIndex():
+            combo.setCurrentIndex(i)
 
     @Slot()
     def open_calibration(self) -> None:
