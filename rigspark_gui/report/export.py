@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.placement import Placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
@@ -101,12 +102,15 @@ def export_plan(
     *,
     created_at: str | None = None,
     kv_pairs: str = "common",
+    placement: Placement | None = None,
 ) -> PlanReport:
-    """Build the report of a plan and write it; returns the report written."""
+    """Build the report of a plan and write it; returns the report written. `placement`:
+    a hand-edited one to report instead of the plan's."""
     if fmt not in FORMATS:
         raise ReportError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     report = build_report(
-        spec, rig, settings, perf, created_at=created_at or now_iso(), kv_pairs=kv_pairs
-    )
+        spec, rig, settings, perf, created_at=created_at or now_iso(), kv_pairs=kv_pairs,
+        placement=placement,
+    )  # fmt: skip
     write_report(report, path, fmt)
     return report

@@ -85,6 +85,9 @@ class PlanReport(Frozen):
     paths: tuple[PathPlan, ...]
     recommended: PathName | None
     placement_path: PathName = Field(description="whose placement is shown (nearest if none fit)")
+    placement_edited: bool = Field(
+        default=False, description="the placement was edited by hand in the Layers tab"
+    )
     placement: Placement | None
     device_loads: tuple[DeviceLoad, ...]
     kv_pairs: str = Field(description="common or all")
@@ -233,8 +236,11 @@ def build_report(
     created_at: str,
     kv_pairs: str = "common",
     title: str | None = None,
+    placement: Placement | None = None,
 ) -> PlanReport:
-    """The report of one plan, computed by the engine only (no clock, no files)."""
+    """The report of one plan, computed by the engine only (no clock, no files).
+    `placement`: one the user edited by hand, reported (with its loads and commands)
+    instead of the plan's."""
     if kv_pairs not in ("common", "all"):
         raise ReportError(f"kv_pairs must be 'common' or 'all', not {kv_pairs!r}")
     result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs)
@@ -262,7 +268,8 @@ def build_report(
         n_params=layout.n_params,
         n_active_params=layout.n_active_params,
     )
-    placement = result.placement
+    edited = placement is not None
+    placement = placement if placement is not None else result.placement
     loads: tuple[DeviceLoad, ...] = ()
     commands: tuple[LaunchCommand, ...] = ()
     if placement is not None:
@@ -283,6 +290,7 @@ def build_report(
         recommended=result.recommended,
         placement_path=shown.path,
         placement=placement,
+        placement_edited=edited,
         device_loads=loads,
         kv_pairs=kv_pairs,
         kv_comparison=result.kv_comparison,

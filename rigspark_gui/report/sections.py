@@ -297,6 +297,8 @@ def report_blocks(report: PlanReport) -> list[Block]:
         blocks.append(_kv_table(report))
     blocks.append(Chart("kv", "Memory against context for each KV cache type"))
     label = "recommended" if report.recommended is not None else "nearest (nothing fits)"
+    if report.placement_edited:
+        label = "edited by hand in the Layers tab"
     blocks.append(Heading(f"Placement per device ({report.placement_path.value}, {label})"))
     blocks.append(
         Table(

@@ -103,6 +103,7 @@ class LayersTab(QWidget):
         self._rig: Rig | None = None
         self._settings: PlanSettings | None = None
         self._perf: SpeedModel | None = None
+        self._start: Placement | None = None  # the plan's placement the user started from
         self._quant = ""
         self._layout: WeightsLayout | None = None
         self._repack: RepackBytes | None = None
@@ -167,17 +168,48 @@ class LayersTab(QWidget):
         return self._document
 
     def set_context(
-        self, spec: ModelSpec, rig: Rig, settings: PlanSettings, perf: SpeedModel, quant: str
+        self,
+        spec: ModelSpec,
+        rig: Rig,
+        settings: PlanSettings,
+        perf: SpeedModel,
+        quant: str,
+        start: Placement | None = None,
     ) -> None:
-        """Start over from llama.cpp's placement for this model, rig, settings and quant."""
+        """Show the plan's placement (`start`; llama.cpp's own when None). A hand edit
+        survives a change that leaves its model, rig and quantization as they were (the
+        context, KV types, engine ... only change its loads and speed), and says so."""
+        same = (
+            self._spec is not None
+            and self._spec.id == spec.id
+            and self._rig == rig
+            and self._quant == quant
+        )
+        keep = same and self.edited_placement() is not None
         self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
         self._quant = quant
         self._layout = weights_layout(spec, quant)
         self._repack = repack_for(spec, quant, rig.cpu.features)
         self._kv_layers = kv_bytes_per_layer(spec.geometry, settings)
+        if keep:
+            current = self._document.placement
+            assert current is not None
+            self._document.adjust(current.model_copy(update={"max_context": settings.context}))
+            self.message.setText("Your hand placement is kept under the new settings.")
+            return
+        self._start = start if start is not None else self._auto_placement()
         self._rebuild_lanes(rig_devices(rig))
         self.message.clear()
-        self._document.reset(self._auto_placement())
+        self._document.reset(self._start)
+
+    def edited_placement(self) -> Placement | None:
+        """The placement on screen when the user has changed it from the plan's, else
+        None (surfaces that show a placement use this one then)."""
+        current = self._document.placement
+        start = self._start
+        if current is None or start is None or current.units == start.units:
+            return None
+        return current
 
     def lane(self, device: str) -> _Lane:
         return self._lanes[device]

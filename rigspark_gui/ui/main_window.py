@@ -391,7 +391,9 @@ class MainWindow(QMainWindow):
             return
         rec = next((p for p in plan.paths if p.path is plan.recommended), plan.paths[0])
         quant = rec.quant or spec.available_quants[-1]
-        self.layers_tab.set_context(spec, rig, plan.settings, self.session.perf, quant)
+        self.layers_tab.set_context(
+            spec, rig, plan.settings, self.session.perf, quant, start=plan.placement
+        )
 
     def _on_kv_pair_chosen(self, k: KvCacheType, v: KvCacheType) -> None:
         self.controls.kv_link.setChecked(k == v)
@@ -483,6 +485,7 @@ class MainWindow(QMainWindow):
         if not target.suffix:
             target = target.with_suffix(SUFFIXES[fmt])
         settings, perf, created_at = self.session.settings, self.session.perf, now_iso()
+        edited = self.layers_tab.edited_placement()  # the placement on screen, if changed
         self.export_action.setEnabled(False)
         self.statusBar().showMessage(f"Writing {target.name}…")
 
@@ -497,7 +500,9 @@ class MainWindow(QMainWindow):
 
         run_in_background(
             self,
-            lambda: export_plan(spec, rig, settings, perf, target, fmt, created_at=created_at),
+            lambda: export_plan(
+                spec, rig, settings, perf, target, fmt, created_at=created_at, placement=edited
+            ),
             done,
             failed,
         )

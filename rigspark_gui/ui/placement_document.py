@@ -51,6 +51,10 @@ class PlacementDocument(QObject):
         self._stack.clear()
         self._set(placement)
 
+    def adjust(self, placement: Placement) -> None:
+        """The same placement under new settings (its context): history is kept."""
+        self._set(placement)
+
     def replace(self, placement: Placement, text: str) -> bool:
         """Push a whole new placement (auto-place, even split...) as one undoable edit."""
         before = self._placement
