@@ -54,6 +54,13 @@ def main() -> None:
         for _ in range(5):
             app.processEvents()
         w.grab().save(str(out / f"{name}.png"))
+    # the smallest size the window is made for, and a large screen
+    for width, height in ((1024, 700), (1920, 1080)):
+        w.resize(width, height)
+        w.tabs.setCurrentWidget(w.paths_tab)
+        for _ in range(10):
+            app.processEvents()
+        w.grab().save(str(out / f"window-{width}x{height}.png"))
     w.close()
     # Auto on a desktop with no GPU: the speed it reaches decides the quantization
     desktop = Rig(

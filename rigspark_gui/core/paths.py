@@ -216,7 +216,7 @@ Ranges = list[tuple[str, int, int]]
 Tally = dict[str, DeviceTally]
 
 
-def _slots_for(
+def path_slots(
     ev: FitEvaluator, cand: PathCandidate
 ) -> tuple[Ranges, int | None, list[float] | None, Tally]:
     """Slot runs, -ngl, --tensor-split (None: llama.cpp's default) and the device tallies
@@ -262,7 +262,7 @@ class Measure(NamedTuple):
         )
 
 
-def _measure(tally: Tally, cand: PathCandidate) -> Measure:
+def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
     """Fit, required, usable, shortfall and breakdown of a path from its device tallies.
     GPU-only paths show their GPUs; RAM paths (and the unified pool) show every device."""
     gpu_only = cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU
@@ -306,8 +306,8 @@ def _try(
     rig = ctx.rig
     repack = repack_for(spec, quant, rig.cpu.features)
     ev = FitEvaluator(spec.geometry, layout, rig, ctx.s, repack, ctx)
-    ranges, ngl, split, tally = _slots_for(ev, cand)
-    return _Trial(quant, layout, ev, ranges, ngl, split, _measure(tally, cand))
+    ranges, ngl, split, tally = path_slots(ev, cand)
+    return _Trial(quant, layout, ev, ranges, ngl, split, measure_path(tally, cand))
 
 
 def _try_same_slots(
@@ -323,7 +323,7 @@ def _try_same_slots(
     quantization."""
     repack = repack_for(spec, quant, ctx.rig.cpu.features)
     ev = FitEvaluator(spec.geometry, layout, ctx.rig, ctx.s, repack, ctx)
-    m = _measure(ev.tally_ranges(like.ranges), cand)
+    m = measure_path(ev.tally_ranges(like.ranges), cand)
     return _Trial(quant, layout, ev, like.ranges, like.ngl, like.split, m)
 
 

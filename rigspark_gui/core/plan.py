@@ -16,11 +16,11 @@ from rigspark_gui.core.paths import (
     PathCandidate,
     PathName,
     PathPlan,
-    _measure,
-    _slots_for,
     candidate_paths,
     choose_recommended,
     engine_paths,
+    measure_path,
+    path_slots,
     plan_path,
     recommended_placement,
 )
@@ -136,7 +136,7 @@ def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate,
 
     def fits(units: int) -> bool:
         ev = FitEvaluator(g, layout, rig, s.model_copy(update={"context": units * KV_PAD}), repack)
-        return _measure(_slots_for(ev, cand)[3], cand).fits
+        return measure_path(path_slots(ev, cand)[3], cand).fits
 
     top = g.context_length // KV_PAD
     if top == 0:

@@ -15,7 +15,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QResizeEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS, SEGMENT_LABELS, FitChart, SpeedChart
@@ -92,6 +92,28 @@ class _Plot(QWidget):
             self._x_top = top
             self.plot.setXRange(0, top, padding=0)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # labels keep their pixel size: a new width needs a new x range to hold them
+        spec = getattr(self, "spec", None)
+        if spec is not None:
+            self._x_top = None
+            self.show_chart(spec)  # type: ignore[attr-defined]
+
+    def _room_for(self, labels: list[tuple[float, pg.TextItem]], minimum: float) -> float:
+        """An x range wide enough that every label, drawn at a fixed pixel size from its
+        data position, ends inside the plot: R = x / (1 - label px / plot px)."""
+        # the plot widget's own width less its y axis: the view box itself is laid out
+        # lazily and can still hold the previous size here
+        axis = self.plot.getPlotItem().getAxis("left")
+        width_px = max(self.plot.width() - axis.width() - 12, 120)
+        top = minimum
+        for x, item in labels:
+            share = (item.boundingRect().width() * 1.05 + 20) / width_px
+            if share < 0.9:
+                top = max(top, x / (1 - share))
+        return top
+
     def _text(self, text: str, x: float, y: float, colour: str | None = None) -> None:
         item = pg.TextItem(text, color=colour or self._fg, anchor=(0, 0.5))
         font = QFont()
@@ -163,6 +185,7 @@ class FitChartWidget(_Plot):
         pool = self._pool
         pool.begin()
         n = len(spec.rows)
+        labels: list[tuple[float, pg.TextItem]] = []
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             for seg in row.segments:
@@ -208,10 +231,12 @@ class FitChartWidget(_Plot):
                 f"{STATUS_TEXT[row.status]} · {row.annotation}{badge}",
                 color=COLOURS["shortfall"] if row.status == "over" else self._fg,
             )
-            text.setPos(max(end, row.capacity_gib) + spec.x_max_gib * 0.01, y)
+            x_text = max(end, row.capacity_gib) + spec.x_max_gib * 0.01
+            text.setPos(x_text, y)
+            labels.append((x_text, text))
         pool.end()
         self._set_rows([r.label for r in spec.rows])
-        self._set_x(spec.x_max_gib * 1.7)
+        self._set_x(self._room_for(labels, spec.x_max_gib))
 
 
 class SpeedChartWidget(_Plot):
@@ -229,6 +254,7 @@ class SpeedChartWidget(_Plot):
         pool = self._pool
         pool.begin()
         n = len(spec.rows)
+        labels: list[tuple[float, pg.TextItem]] = []
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             x_text = 0.0
@@ -265,6 +291,7 @@ class SpeedChartWidget(_Plot):
             text = pool.get((i, "text"), lambda: _label(self._fg))
             text.setText(row.annotation)
             text.setPos(x_text + spec.x_max_tok_s * 0.01, y)
+            labels.append((x_text + spec.x_max_tok_s * 0.01, text))
         pool.end()
         self._set_rows([r.label for r in spec.rows])
-        self._set_x(spec.x_max_tok_s * 1.3)
+        self._set_x(self._room_for(labels, spec.x_max_tok_s))

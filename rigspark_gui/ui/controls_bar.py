@@ -12,12 +12,12 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSlider,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -83,7 +83,7 @@ class ControlsBar(QWidget):
         self.context_slider = QSlider(Qt.Orientation.Horizontal)
         self.context_slider.setRange(0, SLIDER_STEPS)
         self.context_slider.setToolTip("Context length (logarithmic)")
-        self.context_slider.setMinimumWidth(180)
+        self.context_slider.setMinimumWidth(90)
         self.context_slider.valueChanged.connect(self._on_slider)
         self.context_spin = TokenSpinBox()
         self.context_spin.setRange(1, 1 << 24)
@@ -99,7 +99,7 @@ class ControlsBar(QWidget):
         self.preset_buttons: dict[str, QPushButton] = {}
         for label, n in (*PRESETS, ("max", 0)):
             b = QPushButton(label)
-            b.setFixedWidth(46)
+            b.setFixedWidth(42)
             b.setToolTip("The model's trained context" if label == "max" else f"{n} tokens")
             b.clicked.connect(lambda _=False, n=n: self._set_context(n or self._max_context))
             presets.addWidget(b)
@@ -167,51 +167,49 @@ class ControlsBar(QWidget):
         )
         self.min_speed.valueChanged.connect(lambda v: self._update(min_tok_s=float(v)))
 
-        grid = QGridLayout(self)
-        grid.setContentsMargins(6, 6, 6, 2)
-        model_label = QLabel("&Model")
-        model_label.setBuddy(self.model_picker)
-        grid.addWidget(model_label, 0, 0)
-        grid.addWidget(self.model_picker, 0, 1, 1, 3)
-        quant_label = QLabel("&Quant")
-        quant_label.setBuddy(self.quant)
-        grid.addWidget(quant_label, 0, 4)
-        grid.addWidget(self.quant, 0, 5)
-        backend_label = QLabel("&Backend")
-        backend_label.setBuddy(self.backend)
-        grid.addWidget(backend_label, 0, 6)
-        grid.addWidget(self.backend, 0, 7)
-        ctx_label = QLabel("&Context")
-        ctx_label.setBuddy(self.context_spin)
-        grid.addWidget(ctx_label, 1, 0)
-        grid.addWidget(self.context_slider, 1, 1)
-        grid.addWidget(self.context_spin, 1, 2)
-        grid.addLayout(presets, 1, 3)
-        kv = QHBoxLayout()
-        kv.addWidget(QLabel("K"))
-        kv.addWidget(self.kv_k)
-        kv.addWidget(QLabel("V"))
-        kv.addWidget(self.kv_v)
-        kv.addWidget(self.kv_link)
-        grid.addLayout(kv, 1, 4, 1, 2)
-        opts = QHBoxLayout()
-        opts.addWidget(self.flash_attn)
-        par_label = QLabel("&Parallel")
-        par_label.setBuddy(self.parallel)
-        opts.addWidget(par_label)
-        opts.addWidget(self.parallel)
-        opts.addWidget(self.prompt)
-        speed_label = QLabel("Min &speed")
-        speed_label.setBuddy(self.min_speed)
-        opts.addWidget(speed_label)
-        opts.addWidget(self.min_speed)
-        gpu_label = QLabel("&GPU backend")
-        gpu_label.setBuddy(self.gpu_backend)
-        opts.addWidget(gpu_label)
-        opts.addWidget(self.gpu_backend)
-        opts.addStretch(1)
-        grid.addLayout(opts, 2, 1, 1, 7)
-        grid.setColumnStretch(1, 2)
+        # Three rows of their own (no shared columns), so the bar fits from 1024 px up:
+        # what to run; how much context and cache; how to choose and how fast.
+        rows = QVBoxLayout(self)
+        rows.setContentsMargins(6, 6, 6, 2)
+        rows.setSpacing(4)
+
+        def labelled(text: str, buddy: QWidget) -> QLabel:
+            label = QLabel(text)
+            label.setBuddy(buddy)
+            return label
+
+        top = QHBoxLayout()
+        top.addWidget(labelled("&Model", self.model_picker))
+        top.addWidget(self.model_picker, 1)
+        top.addWidget(labelled("&Quant", self.quant))
+        top.addWidget(self.quant)
+        top.addWidget(labelled("&Backend", self.backend))
+        top.addWidget(self.backend)
+        rows.addLayout(top)
+        middle = QHBoxLayout()
+        middle.addWidget(labelled("&Context", self.context_spin))
+        middle.addWidget(self.context_slider, 1)
+        middle.addWidget(self.context_spin)
+        middle.addLayout(presets)
+        middle.addSpacing(8)
+        middle.addWidget(QLabel("K"))
+        middle.addWidget(self.kv_k)
+        middle.addWidget(QLabel("V"))
+        middle.addWidget(self.kv_v)
+        middle.addWidget(self.kv_link)
+        rows.addLayout(middle)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.flash_attn)
+        bottom.addWidget(labelled("&Parallel", self.parallel))
+        bottom.addWidget(self.parallel)
+        bottom.addWidget(self.prompt)
+        bottom.addSpacing(8)
+        bottom.addWidget(labelled("Min &speed", self.min_speed))
+        bottom.addWidget(self.min_speed)
+        bottom.addWidget(labelled("&GPU backend", self.gpu_backend))
+        bottom.addWidget(self.gpu_backend)
+        bottom.addStretch(1)
+        rows.addLayout(bottom)
 
         session.settings_changed.connect(self.show_settings)
         session.model_changed.connect(self._on_model_changed)

@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         self.auto_bandwidth = detect_on_start
         self.setWindowTitle(APP_NAME)
         self.resize(1400, 860)
+        self.setMinimumSize(1024, 700)
         self.qsettings = settings or QSettings()
         self.database = self._load_database()
         catalog_specs, perf = self._load_catalog()
@@ -123,8 +124,10 @@ class MainWindow(QMainWindow):
         dock.setWidget(self.rig_panel)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
-        # wide enough for memory and bandwidth with their basis; the user can drag it
-        dock.setMinimumWidth(400)
+        # the window fits from 1024 px: the dock starts wide enough for memory and
+        # bandwidth with their basis, and the user can narrow or widen it
+        dock.setMinimumWidth(260)
+        self.rig_dock = dock
 
         self.detect_progress = QProgressBar()
         self.detect_progress.setRange(0, 0)
@@ -598,6 +601,11 @@ class MainWindow(QMainWindow):
         state = self.qsettings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        else:
+            # first start: room for memory and bandwidth with their basis, once shown
+            QTimer.singleShot(
+                0, lambda: self.resizeDocks([self.rig_dock], [400], Qt.Orientation.Horizontal)
+            )
         tab = self.qsettings.value("window/tab")
         if tab is not None and str(tab).isdigit():
             self.tabs.setCurrentIndex(int(str(tab)))
