@@ -88,7 +88,10 @@ class _Plot(QWidget):
     def _set_x(self, top: float) -> None:
         # rescale in steps, not on every small change, so the axis is not re-laid out
         current = getattr(self, "_x_top", None)
-        if current is None or not (0.8 * current <= top <= current):
+        if current is None or not (0.6 * current <= top <= current):
+            # grow with room to spare, so labels that lengthen a little do not re-lay
+            # out the axis on every change
+            top = top * 1.25 if current is not None and top > current else top
             self._x_top = top
             self.plot.setXRange(0, top, padding=0)
 
