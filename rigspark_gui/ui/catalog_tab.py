@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rigspark_gui.catalog.search import matches, search_terms
 from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
 from rigspark_gui.core.units import gib, speed_text
 from rigspark_gui.ui.background import run_in_background
@@ -98,6 +99,36 @@ class RankingModel(QAbstractTableModel):
         return None
 
 
+class _WordsProxy(QSortFilterProxyModel):
+    """Rows whose words (name, family, id, size, path, quantization, verdict) begin
+    with every typed word."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.query = ""
+
+    def set_query(self, text: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10 replaces invalidateFilter
+            self.beginFilterChange()
+            self.query = text.strip()
+            self.endFilterChange()
+        else:
+            self.query = text.strip()
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
+        if not self.query:
+            return True
+        model = self.sourceModel()
+        assert isinstance(model, RankingModel)
+        r = model.rows[row]
+        terms = search_terms(
+            r.name, r.family, r.model_id, f"{r.params / 1e9:.1f}b",
+            r.path.value if r.path else "", r.quant or "", VERDICT_TEXT[r.verdict],
+        )  # fmt: skip
+        return matches(self.query, terms)
+
+
 class CatalogTab(QWidget):
     model_opened = Signal(str)
 
@@ -107,15 +138,15 @@ class CatalogTab(QWidget):
         self._generation = 0
         self._key: object = None
         self.model = RankingModel()
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = _WordsProxy(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
-        self.proxy.setFilterKeyColumn(-1)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.filter = QLineEdit()
-        self.filter.setPlaceholderText("Filter (name, family, path, verdict)…")
+        self.filter.setPlaceholderText("Filter by words: qwen 32, llama 8b, cpu, slow…")
         self.filter.setClearButtonEnabled(True)
-        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter.textChanged.connect(self._on_filter)
+        self.no_match = QLabel()
+        self.no_match.hide()
         self.view = QTableView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
@@ -133,7 +164,14 @@ class CatalogTab(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.filter)
+        layout.addWidget(self.no_match)
         layout.addWidget(self.view, 1)
+
+    def _on_filter(self, text: str) -> None:
+        self.proxy.set_query(text)
+        empty = bool(text.strip()) and self.proxy.rowCount() == 0 and self.model.rows
+        self.no_match.setText(f"No model matches “{text.strip()}”.")
+        self.no_match.setVisible(bool(empty))
 
     def refresh(self) -> None:
         rig = self.session.rig

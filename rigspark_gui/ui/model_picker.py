@@ -10,6 +10,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyM
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 
+from rigspark_gui.catalog.search import matches, search_terms
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.units import tokens
 from rigspark_gui.core.weights import param_count
@@ -37,15 +38,15 @@ class _WordFilter(QSortFilterProxyModel):
 
     def __init__(self) -> None:
         super().__init__()
-        self._words: list[str] = []
+        self._query = ""
 
     def set_words(self, text: str) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt >= 6.10 replaces invalidateFilter
             self.beginFilterChange()
-            self._words = text.lower().split()
+            self._query = text.strip()
             self.endFilterChange()
         else:
-            self._words = text.lower().split()
+            self._query = text.strip()
             self.invalidateFilter()
 
     def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
@@ -53,9 +54,8 @@ class _WordFilter(QSortFilterProxyModel):
         index = model.index(row, 0, parent)
         model_id = index.data(ID_ROLE)
         if model_id is None:
-            return not self._words  # family headers only when not searching
-        text = str(index.data(SEARCH_ROLE))
-        return all(w in text for w in self._words)
+            return not self._query  # family headers only when not searching
+        return matches(self._query, index.data(SEARCH_ROLE))
 
 
 class ModelPicker(QComboBox):
@@ -96,7 +96,8 @@ class ModelPicker(QComboBox):
                 text = describe(s)
                 item = QStandardItem(text)
                 item.setData(s.id, ID_ROLE)
-                item.setData(f"{family} {text} {s.id}".lower(), SEARCH_ROLE)
+                size = f"{param_count(s).total / 1e9:.1f}b"
+                item.setData(search_terms(family, s.name, s.id, size), SEARCH_ROLE)
                 item.setToolTip(f"{s.id}\nGeometry: {s.source or 'from the file'}")
                 self._items.appendRow(item)
         self.blockSignals(False)
