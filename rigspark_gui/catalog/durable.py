@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 from rigspark_gui.core.errors import RigSparkError
@@ -12,6 +13,16 @@ from rigspark_gui.core.errors import RigSparkError
 
 class WriteError(RigSparkError):
     """A file could not be written; nothing was changed."""
+
+
+_umask_lock = threading.Lock()
+
+
+def _umask() -> int:
+    with _umask_lock:  # reading the umask means setting it: keep other threads out
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -27,6 +38,9 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        # the temporary file was owner-only (0600): give the file the user's usual mode
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o666 & ~_umask())
     except OSError as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

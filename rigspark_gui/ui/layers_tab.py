@@ -566,3 +566,4 @@ class LayersTab(QWidget):
     def _on_copy_button_clicked(self) -> None:
         clipboard = QGuiApplication.clipboard()
         clipboard.setText(self.command_text.toPlainText())
+        self.message.setText(f"Copied the {self.engine_combo.currentText()} command.")

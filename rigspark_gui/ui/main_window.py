@@ -7,6 +7,7 @@ background; planning one model is fast enough to run on every change.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
@@ -205,6 +206,17 @@ class MainWindow(QMainWindow):
         self.export_action.triggered.connect(self._on_export_report)
         file_menu.addAction(self.export_action)
         file_menu.addSeparator()
+        self.open_rig_action = QAction("Open &rig…", self)
+        self.open_rig_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.open_rig_action.setStatusTip("Plan for a rig saved as JSON (a what-if machine)")
+        self.open_rig_action.triggered.connect(self.rig_panel._on_open_button_clicked)
+        file_menu.addAction(self.open_rig_action)
+        self.save_rig_action = QAction("&Save rig…", self)
+        self.save_rig_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.save_rig_action.setStatusTip("Save this rig as JSON to plan with it later")
+        self.save_rig_action.triggered.connect(self.rig_panel._on_save_button_clicked)
+        file_menu.addAction(self.save_rig_action)
+        file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -233,6 +245,14 @@ class MainWindow(QMainWindow):
         self.calibrate_action.triggered.connect(self.open_calibration)
         view.addAction(self.calibrate_action)
         help_menu = self.menuBar().addMenu("&Help")
+        self.numbers_action = QAction("How the numbers are &computed", self)
+        self.numbers_action.setShortcut(QKeySequence.StandardKey.HelpContents)
+        self.numbers_action.triggered.connect(self._on_numbers_help)
+        help_menu.addAction(self.numbers_action)
+        self.shortcuts_action = QAction("&Keyboard shortcuts", self)
+        self.shortcuts_action.triggered.connect(self._on_shortcuts_help)
+        help_menu.addAction(self.shortcuts_action)
+        help_menu.addSeparator()
         about = QAction("&About RigSpark", self)
         about.triggered.connect(self._on_about)
         help_menu.addAction(about)
@@ -617,6 +637,44 @@ class MainWindow(QMainWindow):
         self._save_choices()
         self.qsettings.sync()
         super().closeEvent(event)
+
+    def _on_numbers_help(self) -> None:
+        speed = self.session.perf
+        basis = speed.local_basis or speed.basis or "no speed calibration loaded"
+        self.help_box = QMessageBox(QMessageBox.Icon.Information, "How the numbers are computed",
+            "<p><b>Memory</b> follows llama.cpp's own allocator: tensor bytes from the ggml "
+            "block sizes (or the GGUF header itself), the KV cache padded to 256 cells per "
+            "layer type, compute buffers as ggml-alloc sizes them, layers placed by -ngl and "
+            "--tensor-split as llama.cpp assigns them. A path fits when every device keeps "
+            "5 % of its usable memory free; under 10 % to spare it is <i>tight</i>.</p>"
+            "<p><b>Speed</b> is a point with a band: bytes each device reads per token over "
+            "its bandwidth times an efficiency fitted on published llama-bench runs (its "
+            "class, GPU backend and quantization), plus a fixed cost per layer; on a CPU the "
+            "larger of that and the compute time. The band is the spread of the estimate on "
+            "devices left out of the fit. Current basis: " + html.escape(basis) + ".</p>"
+            "<p><b>Auto</b> takes the best quality that reaches the minimum speed, else the "
+            "fastest plan that fits. View ▸ Calibrate speed… measures this machine.</p>"
+            "<p>Every figure's tooltip gives its exact bytes and basis; the project's "
+            "docs/validation*.md show how far each is from llama.cpp itself.</p>",
+            QMessageBox.StandardButton.Ok, self)  # fmt: skip
+        self.help_box.setTextFormat(Qt.TextFormat.RichText)
+        self.help_box.show()
+
+    def _on_shortcuts_help(self) -> None:
+        rows = []
+        for action in self.findChildren(QAction):
+            key = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+            name = action.text().replace("&", "")
+            if key and name:
+                rows.append(
+                    f"<tr><td><b>{html.escape(key)}</b></td><td>{html.escape(name)}</td></tr>"
+                )
+        text = "<table cellspacing=6>" + "".join(sorted(set(rows))) + "</table>"
+        self.help_box = QMessageBox(
+            QMessageBox.Icon.NoIcon, "Keyboard shortcuts", text, QMessageBox.StandardButton.Ok, self
+        )
+        self.help_box.setTextFormat(Qt.TextFormat.RichText)
+        self.help_box.show()
 
     def _on_about(self) -> None:
         QMessageBox.about(

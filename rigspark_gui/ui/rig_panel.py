@@ -58,6 +58,7 @@ RIG_FILE_FILTER = "Rig files (*.json);;All files (*)"
 # Backend, Context, Parallel, tabs Paths, KV, Layers, Catalog): Alt+key stays unambiguous.
 MNEMONICS = "GUETDOSIR"
 # Ceilings for the spin boxes: far above any real machine, low enough to catch a typo.
+DETECTED_NAME = "This machine"  # what detection names the rig
 MAX_RAM_GIB = 65536.0
 MIN_RAM_GIB = 0.5
 MAX_RESERVE_MIB = 1 << 20
@@ -155,8 +156,9 @@ def _reserve_basis(gpu: Gpu) -> tuple[str, str]:
 
 
 def _plain(rig: Rig) -> Rig:
-    """`rig` without the edited flag, to compare what the rigs describe."""
-    return rig.model_copy(update={"edited": False})
+    """`rig` without the edited flag and its name, to compare what the rigs describe
+    (this machine saved to a file and opened again is no what-if)."""
+    return rig.model_copy(update={"edited": False, "name": ""})
 
 
 def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
@@ -330,8 +332,12 @@ class RigPanel(QWidget):
 
     def save_rig_file(self, path: Path | str) -> bool:
         path = Path(path)
+        rig = self._rig
+        if rig.name in ("", DETECTED_NAME):
+            # a saved rig is a machine of its own: name it after its file
+            rig = rig.model_copy(update={"name": path.stem})
         try:
-            save_rig(self._rig, path)
+            save_rig(rig, path)
         except (RigSparkError, OSError) as err:
             dialogs.show_error(self, "Cannot save rig", str(err))
             return False

@@ -1,0 +1,68 @@
+"""Menus, feedback and files a newcomer expects: Open/Save rig in the File menu, help
+that explains the numbers, shortcuts listed, Copy that says it copied, a saved rig that
+others can read and that opens again as this machine, not a what-if."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog
+
+from tests.ui.test_main_window import rig_2x3090, window  # noqa: F401  (fixture)
+
+
+def test_file_menu_holds_open_and_save_rig(window) -> None:  # noqa: F811
+    texts = [a.text().replace("&", "") for a in window.menuBar().actions()[0].menu().actions()]
+    assert "Open rig…" in texts and "Save rig…" in texts
+
+
+def test_help_explains_the_numbers_and_lists_shortcuts(qtbot, window) -> None:  # noqa: F811
+    window.numbers_action.trigger()
+    text = window.help_box.text()
+    assert "llama.cpp's own allocator" in text and "calibrated on" in text
+    window.help_box.close()
+    window.shortcuts_action.trigger()
+    shortcuts = window.help_box.text()
+    assert "Ctrl+E" in shortcuts and "Export plan report" in shortcuts
+    assert "Ctrl+B" in shortcuts
+
+
+def test_copy_says_what_it_copied(qtbot, window) -> None:  # noqa: F811
+    window.session.set_model("llama-3.1-8b-instruct")
+    window.tabs.setCurrentWidget(window.layers_tab)
+    tab = window.layers_tab
+    qtbot.mouseClick(tab.copy_button, qtbot_left())
+    assert QGuiApplication.clipboard().text() == tab.command_text.toPlainText()
+    assert tab.message.text().startswith("Copied the llama.cpp")
+
+
+def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
+    qtbot,
+    window,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+) -> None:
+    panel = window.rig_panel
+    detected = rig_2x3090().model_copy(update={"name": "This machine"})
+    panel.set_detected(detected)
+    target = tmp_path / "workstation.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a: (str(target), "")))
+    window.save_rig_action.trigger()
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert mode == 0o666 & ~mask  # the user's usual mode, not owner-only
+    assert '"name": "workstation"' in Path(target).read_text()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a: (str(target), "")))
+    window.open_rig_action.trigger()
+    assert not panel.is_edited()
+    assert not panel.edited_badge.isVisible()
+
+
+def qtbot_left():
+    from PySide6.QtCore import Qt
+
+    return Qt.MouseButton.LeftButton
