@@ -18,6 +18,10 @@ MAX_RIG_BYTES = 4 << 20
 def parse_rig(raw: object, database: GpuDatabase | None, source: str = "rig") -> Rig:
     if not isinstance(raw, dict):
         raise InvalidRigError(f"{source}: expected a JSON object")
+    if "paths" in raw and "model" in raw:
+        raise InvalidRigError(
+            f"{source} is a plan report, not a rig: open it with File ▸ Open plan…"
+        )
     raw = dict(raw)
     gpus = raw.get("gpus", [])
     if isinstance(gpus, list):

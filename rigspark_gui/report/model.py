@@ -319,12 +319,22 @@ def load_report(path: Path) -> PlanReport:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReportError(f"{path.name} is not valid JSON: {err}") from None
+    if isinstance(raw, dict) and "paths" not in raw and ("gpus" in raw or "ram_total_bytes" in raw):
+        raise ReportError(
+            f"{path.name} is a rig file, not a plan report: open it with File ▸ Open rig…"
+        )
+    not_report = ReportError(
+        f"{path.name} is not a RigSpark plan report (File ▸ Export plan report… writes them "
+        "as JSON)"
+    )
     if not isinstance(raw, dict) or "schema_version" not in raw:
-        raise ReportError(f"{path.name} is not a RigSpark plan report")
+        raise not_report
     if raw["schema_version"] != REPORT_SCHEMA_VERSION:
         raise ReportError(
             f"{path.name}: unsupported report schema_version {raw['schema_version']!r}"
         )
+    if "paths" not in raw:
+        raise not_report
     try:
         return PlanReport.model_validate(raw)
     except ValidationError as err:

@@ -82,7 +82,8 @@ def test_json_loads_back_equal(report: PlanReport, tmp_path) -> None:
         ("{not json", "not valid JSON"),
         ("[1, 2]", "not a RigSpark plan report"),
         ('{"schema_version": 99}', "unsupported report schema_version 99"),
-        ('{"schema_version": 1, "title": "x"}', "plan.json: "),
+        ('{"schema_version": 1, "title": "x"}', "plan.json is not a RigSpark plan report"),
+        ('{"schema_version": 1, "paths": "x"}', "plan.json: "),
     ],
 )
 def test_bad_report_files_are_one_line_errors(tmp_path, text: str, message: str) -> None:

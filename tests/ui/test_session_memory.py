@@ -66,3 +66,27 @@ def qtbot_left():
     from PySide6.QtCore import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_the_wrong_kind_of_file_is_one_plain_sentence(tmp_path) -> None:
+    import json
+
+    import pytest
+
+    from rigspark_gui.catalog.rig_file import load_rig
+    from rigspark_gui.core.errors import RigSparkError
+    from rigspark_gui.report.model import load_report
+
+    rig = tmp_path / "rig.json"
+    rig.write_text(json.dumps({"schema_version": 1, "ram_total_bytes": 1 << 34, "gpus": []}))
+    with pytest.raises(RigSparkError, match=r"rig\.json is a rig file, not a plan report"):
+        load_report(rig)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"schema_version": 1, "paths": [], "model": {}}))
+    with pytest.raises(RigSparkError, match="is a plan report, not a rig"):
+        load_rig(plan, None)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema_version": 1, "title": "x"}))
+    with pytest.raises(RigSparkError, match="is not a RigSpark plan report") as err:
+        load_report(other)
+    assert "Field required" not in str(err.value)
