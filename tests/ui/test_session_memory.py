@@ -43,7 +43,7 @@ def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
     qtbot,
     window,
     tmp_path,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ) -> None:
     panel = window.rig_panel
     detected = rig_2x3090().model_copy(update={"name": "This machine"})
