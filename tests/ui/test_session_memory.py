@@ -41,7 +41,7 @@ def test_copy_says_what_it_copied(qtbot, window) -> None:  # noqa: F811
 
 def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
     qtbot,
-    window,
+    window,  # noqa: F811  (the fixture)
     tmp_path,
     monkeypatch,
 ) -> None:
