@@ -7,6 +7,7 @@ emitted by a relay QObject that lives on the GUI thread, so the callbacks run th
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -51,9 +52,15 @@ class _Task(QRunnable):
         try:
             result = self._op()
         except Exception as err:  # handed to on_error on the GUI thread
-            self._relay.failed.emit(err, traceback.format_exc())
+            self._deliver(self._relay.failed, err, traceback.format_exc())
         else:
-            self._relay.done.emit(result)
+            self._deliver(self._relay.done, result)
+
+    @staticmethod
+    def _deliver(signal: Any, *args: object) -> None:
+        # the window that asked may have closed while this ran: nobody to tell then
+        with contextlib.suppress(RuntimeError):
+            signal.emit(*args)
 
 
 class SyncPool:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QToolButton,
     QVBoxLayout,
     QWidget,
+    QWidgetAction,
 )
 
 from rigspark_gui.core.errors import RigSparkError
@@ -251,9 +252,19 @@ class LayersTab(QWidget):
             "All on CPU", "Run the whole model on the CPU", self._on_cpu_action_triggered
         )
         stack = self._document.undo_stack
-        self.undo_action = stack.createUndoAction(self, "Undo")
+        # plain "Undo"/"Redo" on the buttons (the edit they undo is in the tooltip), so
+        # the toolbar does not widen with every command's name
+        self.undo_action = QAction("Undo", self)
+        self.undo_action.triggered.connect(stack.undo)
+        stack.canUndoChanged.connect(self.undo_action.setEnabled)
+        stack.undoTextChanged.connect(lambda t: self.undo_action.setToolTip(f"Undo {t}"))
+        self.undo_action.setEnabled(False)
         self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
-        self.redo_action = stack.createRedoAction(self, "Redo")
+        self.redo_action = QAction("Redo", self)
+        self.redo_action.triggered.connect(stack.redo)
+        stack.canRedoChanged.connect(self.redo_action.setEnabled)
+        stack.redoTextChanged.connect(lambda t: self.redo_action.setToolTip(f"Redo {t}"))
+        self.redo_action.setEnabled(False)
         self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
         for a in (self.undo_action, self.redo_action):
             a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -290,20 +301,28 @@ class LayersTab(QWidget):
         move.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         tb.addWidget(move)
         tb.addSeparator()
-        tb.addAction(self.experts_cpu_action)
-        tb.addAction(self.experts_back_action)
-        self.first_n_spin = QSpinBox(tb)
+        # the MoE tools in one menu, so the toolbar fits at 1024 px and the N field is
+        # never pushed into the overflow where it cannot be set
+        experts_menu = QMenu("Experts", self)
+        experts_menu.addAction(self.experts_cpu_action)
+        experts_menu.addAction(self.experts_back_action)
+        experts_menu.addSeparator()
+        self.first_n_spin = QSpinBox(experts_menu)
         self.first_n_spin.setPrefix("N = ")
         self.first_n_spin.setAccessibleName("number of layers whose experts go to the CPU")
-        spin_action = tb.addWidget(self.first_n_spin)
-        tb.addAction(self.first_n_action)
-        # hiding an action hides its toolbar button too
-        self._moe_widgets = [
-            self.experts_cpu_action,
-            self.experts_back_action,
-            spin_action,
-            self.first_n_action,
-        ]
+        spin_action = QWidgetAction(experts_menu)
+        spin_action.setDefaultWidget(self.first_n_spin)
+        experts_menu.addAction(spin_action)
+        experts_menu.addAction(self.first_n_action)
+        self.experts_button = QToolButton(tb)
+        self.experts_button.setText("Experts ▸")
+        self.experts_button.setToolTip("Mixture-of-experts tools: run experts on the CPU")
+        self.experts_button.setMenu(experts_menu)
+        self.experts_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        experts_action = tb.addWidget(self.experts_button)
+        self.experts_menu = experts_menu
+        # hiding the button's action hides the MoE tools for dense models
+        self._moe_widgets = [experts_action]
         return tb
 
     def _rebuild_lanes(self, devices: Sequence[str]) -> None:

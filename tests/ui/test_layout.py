@@ -13,7 +13,10 @@ from tests.ui.test_main_window import rig_2x3090
 
 
 @pytest.fixture
-def small(qtbot, tmp_path):
+def small(qtbot, tmp_path, monkeypatch):
+    from rigspark_gui.ui import background
+
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     w = MainWindow(rig=rig_2x3090(), detect_on_start=False, settings=settings)
     qtbot.addWidget(w)
@@ -64,3 +67,20 @@ def test_chart_labels_stay_inside_their_plots(qtbot, small) -> None:
                 assert box.right() <= right * 1.001, item.textItem.toPlainText()
                 checked += 1
     assert checked >= 8  # four paths' labels in each chart
+
+
+def test_the_layers_toolbar_fits_and_keeps_every_tool(qtbot, small) -> None:
+    small.session.set_model("qwen3-30b-a3b")
+    small.tabs.setCurrentWidget(small.layers_tab)
+    _settle(qtbot, small)
+    tab = small.layers_tab
+    toolbar = tab._toolbar
+    assert toolbar.sizeHint().width() <= toolbar.width() + 2  # no » overflow at 1024 px
+    assert tab.experts_button.isVisible()
+    menu_texts = [a.text() for a in tab.experts_menu.actions()]
+    assert "First N layers' experts to CPU" in menu_texts
+    tab.first_n_spin.setValue(4)
+    tab.first_n_action.trigger()
+    moved = [u for u in tab.document.placement.units if u.experts_device == "cpu"]
+    assert len(moved) == 4
+    assert tab.undo_action.text() == "Undo" and tab.undo_action.toolTip().startswith("Undo ")
