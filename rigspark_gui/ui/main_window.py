@@ -151,6 +151,9 @@ class MainWindow(QMainWindow):
         self._restore_choices()
         self._restore_imported()
         self._restore_layout()
+        open_rig = str(self.qsettings.value("rig/open", "") or "")
+        if rig is None and open_rig and Path(open_rig).is_file():
+            self.rig_panel.open_rig_file(Path(open_rig))
         if rig is not None:
             self.rig_panel.set_detected(rig)
         elif detect_on_start:
@@ -492,11 +495,17 @@ class MainWindow(QMainWindow):
                 self, "Export plan report", "There is no plan to export yet: choose a model."
             )
             return
-        filters = [FILTERS[f] for f in FORMATS]
+        # the folder and format of the last export are offered again
+        last_fmt = str(self.qsettings.value("export/format", "html"))
+        last_fmt = last_fmt if last_fmt in FORMATS else "html"
+        folder = Path(str(self.qsettings.value("export/folder", "") or Path.home()))
+        if not folder.is_dir():
+            folder = Path.home()
+        filters = [FILTERS[last_fmt], *(FILTERS[f] for f in FORMATS if f != last_fmt)]
         path, chosen = QFileDialog.getSaveFileName(
             self,
             "Export plan report",
-            str(Path.home() / f"{spec.id}-plan.html"),
+            str(folder / f"{spec.id}-plan{SUFFIXES[last_fmt]}"),
             ";;".join(filters),
         )
         if not path:
@@ -507,6 +516,8 @@ class MainWindow(QMainWindow):
         fmt = format_of(target, default=by_filter) if target.suffix else by_filter
         if not target.suffix:
             target = target.with_suffix(SUFFIXES[fmt])
+        self.qsettings.setValue("export/folder", str(target.parent))
+        self.qsettings.setValue("export/format", fmt)
         settings, perf, created_at = self.session.settings, self.session.perf, now_iso()
         edited = self.layers_tab.edited_placement()  # the placement on screen, if changed
         self.export_action.setEnabled(False)
@@ -634,6 +645,9 @@ class MainWindow(QMainWindow):
         self.qsettings.setValue("window/geometry", self.saveGeometry())
         self.qsettings.setValue("window/state", self.saveState())
         self.qsettings.setValue("window/tab", self.tabs.currentIndex())
+        # a rig opened from a file opens again next time (detection still runs beside it)
+        open_rig = self.rig_panel.open_path if self.rig_panel.is_edited() else None
+        self.qsettings.setValue("rig/open", str(open_rig) if open_rig else "")
         self._save_choices()
         self.qsettings.sync()
         super().closeEvent(event)

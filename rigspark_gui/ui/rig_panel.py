@@ -233,6 +233,8 @@ class RigPanel(QWidget):
     def detected_rig(self) -> Rig | None:
         return self._detected
 
+    open_path: Path | None = None  # the rig file the current rig came from, if any
+
     def is_edited(self) -> bool:
         return self._rig.edited
 
@@ -312,6 +314,7 @@ class RigPanel(QWidget):
 
     def reset_to_detected(self) -> None:
         if self._detected is not None:
+            self.open_path = None
             self._set_current(self._detected)
             self.status_label.setText("Back to the detected rig.")
 
@@ -327,6 +330,7 @@ class RigPanel(QWidget):
             return False
         self._set_current(self._marked(rig))
         self._remember_recent(path)
+        self.open_path = path
         self.status_label.setText(f"Opened {path.name}.")
         return True
 
@@ -342,6 +346,7 @@ class RigPanel(QWidget):
             dialogs.show_error(self, "Cannot save rig", str(err))
             return False
         self._remember_recent(path)
+        self.open_path = path
         self.status_label.setText(f"Saved {path.name}.")
         return True
 

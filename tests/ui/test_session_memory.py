@@ -90,3 +90,41 @@ def test_the_wrong_kind_of_file_is_one_plain_sentence(tmp_path) -> None:
     with pytest.raises(RigSparkError, match="is not a RigSpark plan report") as err:
         load_report(other)
     assert "Field required" not in str(err.value)
+
+
+def test_the_open_rig_and_the_export_folder_come_back(qtbot, tmp_path, monkeypatch) -> None:
+    import json
+
+    from PySide6.QtCore import QSettings
+
+    from rigspark_gui.report.export import FILTERS
+    from rigspark_gui.ui import background
+    from rigspark_gui.ui.main_window import MainWindow
+
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
+    ini = str(tmp_path / "remember.ini")
+    rig_file = tmp_path / "cluster-node.json"
+    rig_file.write_text(json.dumps({"schema_version": 1, "name": "node", "ram_total_bytes": 64 << 30,
+                                    "gpus": [{"name": "NVIDIA GeForce RTX 4090"}]}))  # fmt: skip
+    w = MainWindow(detect_on_start=False, settings=QSettings(ini, QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.rig_panel.open_rig_file(rig_file)
+    w.session.set_model("llama-3.1-8b-instruct")
+    out = tmp_path / "reports"
+    out.mkdir()
+    asked: list[str] = []
+
+    def save(parent, caption, start, filters):
+        asked.append(start)
+        return str(out / "mine.md"), FILTERS["md"]
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save))
+    w.export_action.trigger()
+    w.close()
+
+    again = MainWindow(detect_on_start=False, settings=QSettings(ini, QSettings.Format.IniFormat))
+    qtbot.addWidget(again)
+    assert again.rig_panel.rig().name == "node" and again.rig_panel.open_path == rig_file
+    again.session.set_model("llama-3.1-8b-instruct")
+    again.export_action.trigger()
+    assert Path(asked[-1]).parent == out and asked[-1].endswith(".md")
