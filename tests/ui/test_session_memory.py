@@ -104,8 +104,9 @@ def test_the_open_rig_and_the_export_folder_come_back(qtbot, tmp_path, monkeypat
     monkeypatch.setattr(background, "POOL", background.SyncPool())
     ini = str(tmp_path / "remember.ini")
     rig_file = tmp_path / "cluster-node.json"
-    rig_file.write_text(json.dumps({"schema_version": 1, "name": "node", "ram_total_bytes": 64 << 30,
-                                    "gpus": [{"name": "NVIDIA GeForce RTX 4090"}]}))  # fmt: skip
+    body = {"schema_version": 1, "name": "node", "ram_total_bytes": 64 << 30,
+            "gpus": [{"name": "NVIDIA GeForce RTX 4090"}]}  # fmt: skip
+    rig_file.write_text(json.dumps(body))
     w = MainWindow(detect_on_start=False, settings=QSettings(ini, QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     w.rig_panel.open_rig_file(rig_file)
