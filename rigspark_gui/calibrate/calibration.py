@@ -132,13 +132,23 @@ def apply(model: SpeedModel, cal: LocalCalibration | None) -> SpeedModel:
 
 
 def _targets(rig: Rig) -> list[tuple[str, str, GpuTarget | None]]:
+    """The CPU, then each GPU with the variable that shows llama.cpp only it (by the
+    vendor's own device index, as detection read it)."""
     out: list[tuple[str, str, GpuTarget | None]] = [(CPU, rig.cpu.name, None)]
     for i, g in enumerate(rig.gpus):
         env = VISIBLE_ENV.get(g.vendor)
         if g.vendor is Vendor.APPLE:
-            out.append((gpu_device(i), g.name, GpuTarget(i, "RIGSPARK_UNUSED")))
+            out.append((gpu_device(i), g.name, GpuTarget("RIGSPARK_UNUSED", "0")))
+        elif g.vendor is Vendor.INTEL:
+            out.append(
+                (
+                    gpu_device(i),
+                    g.name,
+                    GpuTarget("ONEAPI_DEVICE_SELECTOR", f"level_zero:{g.index}"),
+                )
+            )
         elif env is not None:
-            out.append((gpu_device(i), g.name, GpuTarget(i, env)))
+            out.append((gpu_device(i), g.name, GpuTarget(env, str(g.index))))
     return out
 
 
@@ -203,7 +213,14 @@ def run_calibration(
             runner.quantize(f16, path, q, cancel)
             for device, name, gpu in targets:
                 tick(f"timing {q} on {name}")
-                result = runner.bench(path, gpu, cancel)
+                try:
+                    result = runner.bench(path, gpu, cancel)
+                except CalibrationCancelled:
+                    raise
+                except CalibrationError:
+                    if gpu is None:
+                        raise
+                    result = None  # one GPU llama.cpp cannot run on: the rest still count
                 if result is None:
                     continue
                 build = result.build or build

@@ -41,6 +41,8 @@ def bench(job: dict[str, object]) -> dict[str, object]:
     L.llama_backend_init()
     mp = L.llama_model_default_params()
     mp.n_gpu_layers = int(job.get("n_gpu_layers", 0))  # type: ignore[call-overload]
+    if mp.n_gpu_layers > 0 and not L.llama_supports_gpu_offload():
+        return {"no_gpu": True}  # a CPU-only build would time the CPU as the GPU
     if job.get("no_extra_bufts") and hasattr(mp, "use_extra_bufts"):
         mp.use_extra_bufts = False  # llama.cpp --no-repack: no AMX / CPU_REPACK buffers
     model = L.llama_model_load_from_file(str(job["path"]).encode(), mp)

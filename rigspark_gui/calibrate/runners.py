@@ -45,10 +45,10 @@ class BenchResult(NamedTuple):
 
 
 class GpuTarget(NamedTuple):
-    """A GPU to time on: its index in the rig and the variable that shows llama.cpp only it."""
+    """A GPU to time on: the variable that shows llama.cpp only it, and its value."""
 
-    index: int
     visible_env: str  # CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES ...
+    value: str  # the vendor's device index as that variable takes it
 
 
 class Runner(Protocol):
@@ -82,16 +82,21 @@ def run_tool(cmd: list[str], cancel: threading.Event, env: dict[str, str] | None
     for r in readers:
         r.start()
     deadline = time.monotonic() + STEP_TIMEOUT_S
-    while proc.poll() is None:
-        if cancel.is_set() or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
+    try:
+        while proc.poll() is None:
             if cancel.is_set():
                 raise CalibrationCancelled()
-            raise CalibrationError(f"{Path(cmd[0]).name} took longer than {STEP_TIMEOUT_S:.0f} s")
-        time.sleep(0.05)
-    for r in readers:
-        r.join(5)
+            if time.monotonic() > deadline:
+                raise CalibrationError(
+                    f"{Path(cmd[0]).name} took longer than {STEP_TIMEOUT_S:.0f} s"
+                )
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:  # cancelled, timed out or interrupted: no orphan left
+            proc.kill()
+            proc.wait()
+        for r in readers:
+            r.join(30)
     if proc.returncode < 0 or proc.returncode in (132, 134, 136, 139):
         raise ToolCrashed(f"{Path(cmd[0]).name} crashed (exit status {proc.returncode})")
     if proc.returncode != 0:
@@ -108,8 +113,8 @@ class LlamaBenchRunner:
         self.name = f"llama-bench ({bench})"
 
     def version(self, cancel: threading.Event) -> str:
-        text = run_tool([str(self.bench_path), "--version"], cancel)
-        return text.strip().splitlines()[0] if text.strip() else "llama-bench"
+        # llama-bench has no --version; its JSON rows carry the build (build_commit)
+        return "llama-bench"
 
     def quantize(self, src: Path, dst: Path, quant: str, cancel: threading.Event) -> None:
         run_tool([str(self.quantize_path), str(src), str(dst), quant], cancel)
@@ -120,9 +125,9 @@ class LlamaBenchRunner:
         cmd = [
             str(self.bench_path), "-m", str(model), "-p", str(N_PROMPT), "-n", str(N_GEN),
             "-r", str(REPEATS), "-ngl", "0" if gpu is None else "99", "-o", "json",
+            "-t", str(physical_cores()),
         ]  # fmt: skip
-        env = {gpu.visible_env: str(gpu.index)} if gpu is not None else None
-        rows = parse_bench_json(run_tool(cmd, cancel, env))
+        rows = parse_bench_json(run_tool(cmd, cancel, target_env(gpu)))
         if gpu is not None and not any(r.get("gpu_info") for r in rows):
             return None  # a CPU-only build: nothing to learn about the GPU
         pp = next((r for r in rows if int(r.get("n_prompt", 0)) > 0 and not r.get("n_gen")), None)
@@ -130,7 +135,7 @@ class LlamaBenchRunner:
         if pp is None or tg is None:
             raise CalibrationError("llama-bench printed no prompt and generation results")
         build = f"llama.cpp {tg.get('build_commit', '?')} ({tg.get('build_number', '?')})"
-        return BenchResult(float(tg["avg_ts"]), float(pp["avg_ts"]), build)
+        return BenchResult(float(tg["avg_ts"]), float(pp["avg_ts"]), build)  # type: ignore[arg-type]
 
 
 def parse_bench_json(text: str) -> list[dict[str, object]]:
@@ -142,9 +147,34 @@ def parse_bench_json(text: str) -> list[dict[str, object]]:
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise CalibrationError("llama-bench's JSON output could not be read")
     for r in rows:
-        if not isinstance(r.get("avg_ts", 0), (int, float)):
+        ts = r.get("avg_ts")
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts <= 0:
             raise CalibrationError("llama-bench's JSON output has no avg_ts figure")
+        for key in ("n_prompt", "n_gen"):
+            if not isinstance(r.get(key, 0), int):
+                raise CalibrationError(f"llama-bench's JSON output has a bad {key}")
     return rows
+
+
+def physical_cores() -> int:
+    """Threads to time with: llama.cpp's default is the physical core count."""
+    try:
+        import psutil
+
+        return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    except Exception:  # psutil missing or failing: the logical count is what is known
+        return max(1, os.cpu_count() or 1)
+
+
+def target_env(gpu: GpuTarget | None) -> dict[str, str]:
+    """Variables that show llama.cpp only the device being timed. For the CPU, every GPU
+    is hidden: with one visible, llama.cpp hands prompt batches to it even at -ngl 0."""
+    if gpu is None:
+        return {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
+    env = {gpu.visible_env: gpu.value}
+    if gpu.visible_env == "CUDA_VISIBLE_DEVICES":
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # NVML's order, not CUDA's fastest-first
+    return env
 
 
 class PythonRunner:
@@ -172,8 +202,9 @@ class PythonRunner:
     ) -> BenchResult | None:
         job = {"path": str(model), "n_gpu_layers": 0 if gpu is None else 999,
                "n_prompt": N_PROMPT, "n_gen": N_GEN, "repeats": REPEATS,
-               "no_extra_bufts": self.no_extra_bufts}  # fmt: skip
-        env = {gpu.visible_env: str(gpu.index)} if gpu is not None else None
+               "no_extra_bufts": self.no_extra_bufts,
+               "threads": physical_cores()}  # fmt: skip
+        env = target_env(gpu)
         cmd = [str(self.python), str(PROBE_SCRIPT), "bench"]
         try:
             text = run_tool([*cmd, json.dumps(job)], cancel, env)
@@ -187,6 +218,8 @@ class PythonRunner:
             text = run_tool([*cmd, json.dumps({**job, "no_extra_bufts": True})], cancel, env)
         try:
             data = json.loads(text.strip().splitlines()[-1])
+            if data.get("no_gpu"):
+                return None  # a CPU-only build: nothing to learn about the GPU
             return BenchResult(float(data["tg_tok_s"]), float(data["pp_tok_s"]), "")
         except (ValueError, KeyError, TypeError, IndexError):
             raise CalibrationError("the llama-cpp-python benchmark printed no result") from None

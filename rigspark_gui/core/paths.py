@@ -573,7 +573,7 @@ def plan_path(
             rig,
             s,
             speed,
-            g.n_head * g.head_dim_k,
+            g.n_embd,  # the attention width the calibration was fitted with
         )
     else:
         throughput = Throughput(basis="unknown: does not fit")

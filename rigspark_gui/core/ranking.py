@@ -89,7 +89,7 @@ def rank_model(
     rig: Rig,
     s: PlanSettings,
     speed: SpeedModel,
-    cands: dict[bool, list[PathCandidate]] | None = None,
+    cands: dict[bool, list[PathCandidate] | RigSparkError] | None = None,
 ) -> RankedModel:
     """One model's verdict, best path, quant, memory and speed (context capped at its own):
     what `plan` recommends, without building every path's report. `cands`: the rig's
@@ -107,12 +107,15 @@ def rank_model(
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
     )
-    paths = (
-        cands[cpu_only]
-        if cands is not None
-        else engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
-    )
     try:
+        # the engine may run no path for this model here (vLLM and a CPU-only model)
+        paths = (
+            cands[cpu_only]
+            if cands is not None
+            else engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
+        )
+        if isinstance(paths, RigSparkError):
+            raise paths
         best, tried = _first_fit(spec, rig, settings, paths, speed)
     except RigSparkError as err:
         return RankedModel(
@@ -142,9 +145,12 @@ def rank_models(
     specs: Sequence[ModelSpec], rig: Rig, s: PlanSettings, speed: SpeedModel
 ) -> list[RankedModel]:
     """Every model ranked: those that fit first (biggest first), then slow, then no."""
-    cands = {
-        flag: engine_paths(candidate_paths(rig, flag), rig, s.backend) for flag in (False, True)
-    }
+    cands: dict[bool, list[PathCandidate] | RigSparkError] = {}
+    for flag in (False, True):
+        try:
+            cands[flag] = engine_paths(candidate_paths(rig, flag), rig, s.backend)
+        except RigSparkError as err:  # said per model, as its verdict's note
+            cands[flag] = err
     rows = [rank_model(spec, rig, s, speed, cands) for spec in specs]
     order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))

@@ -71,7 +71,9 @@ def main() -> None:
     if tool == "llama-quantize":
         quantize(sys.argv[1], sys.argv[2], sys.argv[3])
     elif "--version" in sys.argv:
-        print("version: 4242 (fake123)")
+        # as the real llama-bench: no such flag
+        sys.stderr.write("error: invalid parameter for argument: --version\n")
+        raise SystemExit(1)
     else:
         bench(sys.argv[1:])
 

@@ -138,8 +138,10 @@ def test_a_calibrated_plan_lands_on_the_measured_speed(fake_bin: Path, tmp_path:
     )
 
 
-def test_cancel_stops_the_run_and_keeps_nothing(fake_bin: Path) -> None:
+def test_cancel_stops_the_run_and_keeps_nothing(fake_bin: Path, tmp_path: Path) -> None:
     cancel = threading.Event()
+    work = tmp_path / "work"
+    work.mkdir()
 
     def progress(step: int, _steps: int, _what: str) -> None:
         if step == 3:
@@ -148,9 +150,9 @@ def test_cancel_stops_the_run_and_keeps_nothing(fake_bin: Path) -> None:
     with pytest.raises(CalibrationCancelled):
         run_calibration(
             this_machine(), find_runner(), simple_speed_model(), quants=QUANTS, shape=TINY,
-            progress=progress, cancel=cancel,
+            progress=progress, cancel=cancel, workdir=work,
         )  # fmt: skip
-    assert load_calibration() is None
+    assert list(work.iterdir()) == []  # the synthetic models are gone with it
 
 
 def test_a_failing_llama_cpp_is_one_clear_error(fake_bin: Path, monkeypatch) -> None:
@@ -273,3 +275,21 @@ def spec_of_tiny():
     from tests.conftest import LLAMA_31_8B, spec_of
 
     return spec_of(LLAMA_31_8B, "tiny-cal", ("Q8_0",))
+
+
+def test_a_cpu_only_llama_cpp_python_is_not_timed_as_the_gpu(tmp_path: Path) -> None:
+    from rigspark_gui.calibrate.runners import GpuTarget, PythonRunner
+
+    fake = tmp_path / "python"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        "job = json.loads(sys.argv[3])\n"
+        "print(json.dumps({'no_gpu': True} if job['n_gpu_layers'] else\n"
+        "                 {'tg_tok_s': 9.0, 'pp_tok_s': 90.0}))\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    runner, cancel = PythonRunner(fake), threading.Event()
+    assert runner.bench(tmp_path / "m.gguf", GpuTarget("CUDA_VISIBLE_DEVICES", "0"), cancel) is None
+    cpu = runner.bench(tmp_path / "m.gguf", None, cancel)
+    assert cpu is not None and cpu.tg_tok_s == 9.0

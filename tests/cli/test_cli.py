@@ -341,3 +341,11 @@ def test_rank_uses_the_same_rule(capsys) -> None:
     assert rows and all(r["tok_s"] is not None for r in rows)
     fast = [r for r in rows if r["verdict"] == "fits"]
     assert all(r["tok_s"] >= 100 for r in fast)
+
+
+def test_rank_for_vllm_says_per_model_what_it_cannot_run(capsys) -> None:
+    code, out, err = run(capsys, "rank", "--rig", str(RIG), "--backend", "vllm", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["models"]
+    assert any(r["verdict"] != "no" for r in rows)
+    assert all(r["path"] in (None, "gpu", "multi-gpu") for r in rows)

@@ -141,9 +141,10 @@ class DecodeTime(NamedTuple):
 
     seconds: float
     limiting_device: str
-    only_cpu: bool
+    cpu_limited: bool  # the CPU takes the longest: its (wider) band applies
     cpu_bound: bool
-    local: bool
+    local: bool  # some device is calibrated on this machine (its basis is said)
+    all_local: bool  # every device is: the calibrated band applies
 
     @property
     def tok_s(self) -> float:
@@ -228,8 +229,8 @@ def decode_time(
     mix = _layout_mix(layout)
     total = shape.boundaries * p.hop_seconds
     local = False
+    all_local = True
     worst: tuple[float, str] | None = None
-    only_cpu = True
     cpu_bound = False
     for device, b in shape.reads.items():
         if b <= 0:
@@ -245,7 +246,6 @@ def decode_time(
                 if compute > t:
                     t, cpu_bound = compute, True
         else:
-            only_cpu = False
             # the efficiency caps at the full bandwidth, whatever the factors multiply to
             t = b / min(d.rate * _gpu_quant(p, mix, d.backend), d.ceiling)
         t += shape.layers.get(device, 0) * d.layer_seconds
@@ -254,12 +254,16 @@ def decode_time(
             if scale is not None:
                 t /= scale
                 local = True
+            else:
+                all_local = False
+        else:
+            all_local = False
         total += t
         if worst is None or t > worst[0]:
             worst = (t, device)
     if total <= 0 or worst is None:
         return "nothing to read"
-    return DecodeTime(total, worst[1], only_cpu, cpu_bound, local)
+    return DecodeTime(total, worst[1], worst[1] == CPU, cpu_bound, local, local and all_local)
 
 
 def throughput_of(time: DecodeTime | str, depth: int, model: SpeedModel) -> Throughput:
@@ -268,15 +272,15 @@ def throughput_of(time: DecodeTime | str, depth: int, model: SpeedModel) -> Thro
         return _unknown(time)
     assert model.decode is not None
     point = time.tok_s
-    band: Band = model.decode.cpu_band if time.only_cpu else model.decode.band
-    if time.local and model.local_band is not None:
+    band: Band = model.decode.cpu_band if time.cpu_limited else model.decode.band
+    if time.all_local and model.local_band is not None:
         band = model.local_band
     why = "compute-bound on the CPU, " if time.cpu_bound else ""
     basis = (
         f"estimated at {depth} tokens of context: {why}bytes read / (bandwidth x "
         f"efficiency) + per-layer cost; {model.local_basis if time.local else model.basis}"
     )
-    if time.only_cpu and not time.local:
+    if time.cpu_limited and not time.all_local:
         basis += (
             "; CPUs differ more than published runs describe: calibrating this machine "
             "(View > Calibrate speed, or rigspark-plan calibrate) narrows the band"
@@ -309,7 +313,8 @@ def estimate_prefill_reads(
 ) -> Prefill:
     """Prompt processing: each device multiplies the share of active parameters it
     holds and runs the attention products of its layers (QK and PV over the prompt,
-    causal); the devices run one after another. `attn_width`: query heads x head size."""
+    causal); the devices run one after another. `attn_width`: the embedding width, as
+    the calibration (validation/speed_fit.py) counts the attention products."""
     tokens = min(s.prompt_tokens, s.context)
     p, d = model.prefill, model.decode
     if p is None or d is None:

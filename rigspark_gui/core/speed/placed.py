@@ -107,5 +107,5 @@ def estimate_prefill(
         rig,
         s,
         model,
-        g.n_head * g.head_dim_k,
+        g.n_embd,  # the attention width the calibration was fitted with
     )
