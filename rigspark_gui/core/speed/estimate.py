@@ -92,6 +92,8 @@ def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: str) -> 
     """The quantization factor of a file's mix under one backend (its kernels differ:
     K-quants run relatively slower under Metal than under CUDA); "cpu" for the CPU's."""
     cache = _factors(p)
+    if len(cache) > 512:
+        cache.clear()  # each entry keeps its mix alive: bounded like the layouts' memo
     hit = cache.get((id(mix), backend))
     if hit is not None and hit[0] is mix:
         return hit[1]
