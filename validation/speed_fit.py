@@ -165,7 +165,7 @@ def attention_flops(n_layer: int, width: int, tokens: int, depth: float) -> floa
     return 4.0 * n_layer * width * tokens * (depth + tokens / 2)
 
 
-def test_tokens(test: str) -> tuple[str, int] | None:
+def parse_test(test: str) -> tuple[str, int] | None:
     """("tg"|"pp", tokens) from a llama-bench test name like tg128 or pp512."""
     m = re.fullmatch(r"(tg|pp)(\d+)(?:@d\d+)?", test.strip().lower())
     return (m.group(1), int(m.group(2))) if m else None
@@ -235,7 +235,7 @@ def build_rows(
 def _skip_reason(raw: dict[str, Any]) -> str | None:
     if not raw.get("tok_s") or raw["tok_s"] <= 0:
         return "no figure"
-    if test_tokens(str(raw.get("test", ""))) is None:
+    if parse_test(str(raw.get("test", ""))) is None:
         return "not a tg/pp test"
     if raw.get("exclude"):
         return str(raw["exclude"])
@@ -243,7 +243,7 @@ def _skip_reason(raw: dict[str, Any]) -> str | None:
 
 
 def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
-    kind, tokens = test_tokens(str(raw["test"]))  # type: ignore[misc]
+    kind, tokens = parse_test(str(raw["test"]))  # type: ignore[misc]
     backend = str(raw["backend"]).lower()
     arch = (
         Arch(key=str(raw["model"]), **raw["arch"])
@@ -327,17 +327,6 @@ _PRIOR: dict[str, float] = {
     "pp_eff": 0.4, "pp_qf": 0.8, "cpu_flops": 5e10,
 }  # fmt: skip
 _RIDGE = 0.05
-
-
-class Params:
-    """Named positive parameters over a log-space vector."""
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.names = list(names)
-        self.index = {n: i for i, n in enumerate(self.names)}
-
-    def x0(self) -> np.ndarray:
-        return np.log([_PRIOR[n.split("[")[0]] for n in self.names])
 
 
 def _decode_names(rows: Sequence[Row]) -> list[str]:
@@ -540,50 +529,6 @@ def _fit_design(
         if not improved or cost - new_cost < 1e-12 * max(cost, 1.0):
             break
         cost = new_cost
-    return dict(zip(names, (float(v) for v in np.exp(x)), strict=True))
-
-
-def _fit(names: list[str], rows: Sequence[Row], predict: Any, iters: int = 60) -> dict[str, float]:
-    """Levenberg-Marquardt on log(measured / predicted), parameters in log space, with a
-    light ridge toward the priors so a parameter few rows touch stays plausible."""
-    params = Params(names)
-    x = params.x0()
-    prior = x.copy()
-    meas = np.log([r.measured for r in rows])
-    # Each device weighs about the same however many rows it published: a row counts
-    # 1 / sqrt(rows of its device), so one heavily benchmarked card cannot set the fit.
-    per_device = Counter(r.device_key for r in rows)
-    weight = np.sqrt([1.0 / math.sqrt(per_device[r.device_key]) for r in rows])
-
-    def residuals(v: np.ndarray) -> np.ndarray:
-        p = dict(zip(names, np.exp(v), strict=True))
-        pred = np.array([predict(p, r) for r in rows])
-        return np.concatenate([weight * (np.log(pred) - meas), _RIDGE * (v - prior)])
-
-    lam = 1e-2
-    r0 = residuals(x)
-    cost = float(r0 @ r0)
-    for _ in range(iters):
-        jac = np.empty((r0.size, x.size))
-        for j in range(x.size):
-            step = np.zeros_like(x)
-            step[j] = 1e-5
-            jac[:, j] = (residuals(x + step) - r0) / 1e-5
-        jtj = jac.T @ jac
-        g = jac.T @ r0
-        improved = False
-        for _ in range(8):
-            dx = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-9), -g)
-            r1 = residuals(x + dx)
-            c1 = float(r1 @ r1)
-            if c1 < cost:
-                x, r0, lam, improved = x + dx, r1, lam / 3, True
-                break
-            lam *= 4
-        if not improved or abs(cost - float(r0 @ r0)) < 1e-10:
-            cost = float(r0 @ r0)
-            break
-        cost = float(r0 @ r0)
     return dict(zip(names, (float(v) for v in np.exp(x)), strict=True))
 
 
