@@ -61,7 +61,7 @@ _FLOAT_TYPES = frozenset({GGUFValueType.FLOAT32, GGUFValueType.FLOAT64})
 
 # llama.cpp's LLAMA_FTYPE enum (include/llama.h); gaps are removed or deprecated types.
 FILE_TYPE_LABELS: dict[int, str] = {
-    0: "ALL_F32",
+    0: "F32",  # llama.cpp names it LLAMA_FTYPE_ALL_F32
     1: "F16",
     2: "Q4_0",
     3: "Q4_1",

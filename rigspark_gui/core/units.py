@@ -74,3 +74,12 @@ def parse_token_count(text: str) -> int | None:
     if n != int(n) or n < 0:
         return None
     return int(n)
+
+
+def param_text(n: float) -> str:
+    """A parameter count as people write it: 70.6B, 350M, 4.2M, 12K."""
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.0f}K"

@@ -7,7 +7,7 @@ from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.ranking import RankedModel, Verdict
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.units import gib, human_bytes, speed_text, tokens
+from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
 
 
 def path_label(p: PathPlan) -> str:
@@ -128,7 +128,7 @@ def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> s
         f"{'memory':>9}  {'decode':<15} note"
     )
     for r in rows:
-        params = f"{r.params / 1e9:.1f}B" if r.params >= 1e9 else f"{r.params / 1e6:.0f}M"
+        params = param_text(r.params)
         speed = speed_text(r.tok_s) if r.verdict is not Verdict.NO else "-"
         memory = gib(r.required_bytes) if r.required_bytes else "-"
         lines.append(

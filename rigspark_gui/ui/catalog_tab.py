@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from rigspark_gui.catalog.search import matches, search_terms
 from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
-from rigspark_gui.core.units import gib, speed_text
+from rigspark_gui.core.units import gib, param_text, speed_text
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.charts import COLOURS
 from rigspark_gui.ui.session import PlannerSession
@@ -67,7 +67,7 @@ class RankingModel(QAbstractTableModel):
             return (
                 r.name,
                 r.family,
-                f"{r.params / 1e9:.1f}B",
+                param_text(r.params),
                 VERDICT_TEXT[r.verdict],
                 r.path.value if r.path else "–",
                 r.quant or "–",

@@ -120,13 +120,24 @@ class LaneModel(QAbstractListModel):
             else:
                 n = layout.block_bytes[u.index]
             away = u.experts_device is not None and u.experts_device != u.device
-            text = f"{unit_label(u.unit)}  ·  {human_bytes(n)}"
-            tip = f"{u.unit}: {human_bytes(n)} of weights on {device_label(u.device)}"
             if away and u.experts_device is not None:
+                # what stays on this lane is the layer without its routed experts
                 experts = layout.block_expert_bytes[u.index]
                 where = device_label(u.experts_device)
-                text += f"  ·  experts on {where}"
-                tip += f"; its experts ({human_bytes(experts)}) on {where}"
+                stays = n - experts
+                text = (
+                    f"{unit_label(u.unit)}  ·  {human_bytes(stays)} here  ·  experts "
+                    f"({human_bytes(experts)}) on {where}"
+                )
+                tip = (
+                    f"{u.unit}: {human_bytes(stays)} of attention and shared weights on "
+                    f"{device_label(u.device)}; its routed experts ({human_bytes(experts)}) "
+                    f"on {where}"
+                )
+                n = stays
+            else:
+                text = f"{unit_label(u.unit)}  ·  {human_bytes(n)}"
+                tip = f"{u.unit}: {human_bytes(n)} of weights on {device_label(u.device)}"
             rows.append(_Row(u.unit, text, tip, n, away))
         return rows
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 
 from rigspark_gui.catalog.search import matches, search_terms
 from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.units import tokens
+from rigspark_gui.core.units import param_text, tokens
 from rigspark_gui.core.weights import param_count
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -23,7 +23,7 @@ def describe(spec: ModelSpec) -> str:
     """'Qwen2.5 32B Instruct  ·  32.8B  ·  32K ctx' (params counted from the weights)."""
     g = spec.geometry
     n, active = param_count(spec)
-    size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    size = param_text(n)
     bits = [spec.name, size]
     if g.is_moe:
         bits.append(f"MoE {g.n_expert_used}/{g.n_expert}, {active / 1e9:.1f}B active")

@@ -156,7 +156,12 @@ def test_moe_experts_to_cpu(qtbot, perf: SpeedModel) -> None:
     assert p.unit("blk.4").experts_device is None
     lane = w.lane_model("gpu:0")
     row = lane.unit_ids().index("blk.0")
-    assert "experts on CPU" in lane.data(lane.index(row))
+    text = lane.data(lane.index(row))
+    moved = lane.data(lane.index(lane.unit_ids().index("blk.5")))
+    assert "here" in text and ") on CPU" in text  # what stays, and where the experts went
+    assert "here" not in moved
+    # a layer whose experts left counts what stays, not its full size
+    assert lane._rows[row].bytes < lane._rows[lane.unit_ids().index("blk.5")].bytes
     assert w.summary.text() != before
     assert "ffn_.*_exps" in w.command_text.toPlainText()
     loads = {x.device: x for x in w._loads}
