@@ -579,11 +579,35 @@ class MainWindow(QMainWindow):
         browser.setDocument(doc)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
         buttons.rejected.connect(dialog.close)
+        self.restore_plan_button = buttons.addButton(
+            "Plan it &here", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.restore_plan_button.setToolTip(
+            "Use this report's rig, model and settings in the window (the rig as a what-if)"
+        )
+        self.restore_plan_button.clicked.connect(lambda: self.restore_plan(report))
         box = QVBoxLayout(dialog)
         box.addWidget(browser)
         box.addWidget(buttons)
         self.report_dialog, self.report_browser = dialog, browser
         dialog.show()
+
+    def restore_plan(self, report: object) -> None:
+        """Plan a shared report's rig, model and settings here."""
+        from rigspark_gui.report.model import PlanReport
+
+        assert isinstance(report, PlanReport)
+        self.rig_panel.use_rig(report.rig, f"the rig of “{report.title}”")
+        if self.session.spec_by_id(report.model.id) is not None:
+            self.session.set_model(report.model.id)
+            note = ""
+        else:
+            note = (
+                f" {report.model.name} is not in the catalog here: import its file "
+                "(File ▸ Import model…) to plan it."
+            )
+        self.session.update_settings(**report.settings.model_dump())
+        self.statusBar().showMessage(f"Planning “{report.title}” here.{note}", 15000)
 
     # ------------------------------------------------------------ persistence
     def _save_choices(self) -> None:

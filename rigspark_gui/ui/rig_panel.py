@@ -312,6 +312,12 @@ class RigPanel(QWidget):
         )
         self._edit(gpus=tuple(gpus))
 
+    def use_rig(self, rig: Rig, where: str) -> None:
+        """Make `rig` current (a what-if unless it is this machine), e.g. a report's."""
+        self.open_path = None
+        self._set_current(self._marked(rig))
+        self.status_label.setText(f"Using {where}.")
+
     def reset_to_detected(self) -> None:
         if self._detected is not None:
             self.open_path = None

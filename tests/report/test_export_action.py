@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog
 
 from rigspark_gui.report.export import FILTERS
@@ -113,3 +113,25 @@ def test_export_runs_on_a_worker_thread(qtbot, window, monkeypatch, tmp_path) ->
     qtbot.waitUntil(lambda: "Exported" in window.statusBar().currentMessage(), timeout=20000)
     assert (tmp_path / "plan.pdf").read_bytes().startswith(b"%PDF")
     assert dialogs.shown == []
+
+
+def test_open_plan_can_plan_it_here(qtbot, window, monkeypatch, tmp_path) -> None:
+    """A shared report brings its rig, model and settings into the window."""
+    from rigspark_gui.core.ggml_types import KvCacheType
+
+    window.session.set_model("qwen3-14b")
+    window.session.update_settings(context=16384, kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0,
+                                   flash_attn=True)  # fmt: skip
+    choose_save(monkeypatch, tmp_path / "shared.json", FILTERS["json"])
+    window.export_action.trigger()
+    window.session.set_model("llama-3.1-8b-instruct")
+    window.session.update_settings(context=4096, kv_k=KvCacheType.F16, kv_v=KvCacheType.F16)
+    monkeypatch.setattr(
+        QFileDialog, "getOpenFileName", staticmethod(lambda *a: (str(tmp_path / "shared.json"), ""))
+    )
+    window.open_plan_action.trigger()
+    qtbot.mouseClick(window.restore_plan_button, Qt.MouseButton.LeftButton)
+    s = window.session.settings
+    assert window.session.spec.id == "qwen3-14b"
+    assert (s.context, s.kv_k) == (16384, KvCacheType.Q8_0)
+    assert "here" in window.statusBar().currentMessage()
