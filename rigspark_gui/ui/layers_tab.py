@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QPoint, Qt, Slot
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Slot
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -52,6 +52,7 @@ from rigspark_gui.core.units import gib, seconds_text, speed_text
 from rigspark_gui.core.weights import RepackBytes, WeightsLayout, repack_for, weights_layout
 from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
 from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
+from rigspark_gui.ui.layer_strip import LayerStrip, StripBlock
 from rigspark_gui.ui.placement_document import PlacementDocument
 
 
@@ -69,6 +70,11 @@ class _Lane(QFrame):
         font.setBold(True)
         self.header.setFont(font)
         self.bar = CapacityBar(self)
+        self.strip = LayerStrip(self)
+        self.strip.unit_clicked.connect(self._on_strip_clicked)
+        self.strip.units_dropped.connect(
+            lambda mime: model.dropMimeData(mime, Qt.DropAction.MoveAction, -1, 0, QModelIndex())
+        )
         self.view = QListView(self)
         self.view.setModel(model)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -85,7 +91,26 @@ class _Lane(QFrame):
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(self.header)
         lay.addWidget(self.bar)
+        lay.addWidget(self.strip)
         lay.addWidget(self.view, 1)
+        sel = self.view.selectionModel()
+        if sel is not None:
+            sel.selectionChanged.connect(
+                lambda *_: self.strip.set_selected(set(self.selected_units()))
+            )
+
+    def _on_strip_clicked(self, unit: str, add: bool) -> None:
+        """A click on the picture selects the layer in the list (keyboard users use that)."""
+        ids = self.model.unit_ids()
+        if unit not in ids:
+            return
+        index = self.model.index(ids.index(unit))
+        flag = QItemSelectionModel.SelectionFlag
+        mode = flag.Toggle if add else flag.ClearAndSelect
+        sel = self.view.selectionModel()
+        if sel is not None:
+            sel.select(index, mode)
+            self.view.scrollTo(index)
 
     def selected_units(self) -> list[str]:
         sel = self.view.selectionModel()
@@ -507,12 +532,40 @@ class LayersTab(QWidget):
             p, g, self._layout, self._rig, self._settings, self._kv_layers, cpu_repack=self._repack
         )
         by_device = {x.device: x for x in self._loads}
+        strips = self._strip_blocks(p)
         for d, lane in self._lanes.items():
             lane.model.refresh(p, self._layout)
             lane.bar.set_load(by_device.get(d))
+            load = by_device.get(d)
+            lane.strip.set_blocks(strips.get(d, []), load.capacity_bytes if load else 0)
         self.summary.setText(self._summary_text(p))
         self._show_command()
         self._update_enabled()
+
+    def _strip_blocks(self, p: Placement) -> dict[str, list[StripBlock]]:
+        """Each device's blocks, in one pass: its units (a layer whose experts left,
+        without them; KV drawn with its layer) and the experts of other devices' layers
+        it runs."""
+        layout = self._layout
+        assert layout is not None
+        kv_layers = self._kv_layers
+        out: dict[str, list[StripBlock]] = {}
+        for u in p.units:
+            here = out.setdefault(u.device, [])
+            if u.unit == INPUT or u.unit == OUTPUT:
+                n = layout.input_bytes if u.unit == INPUT else layout.output_bytes
+                here.append(StripBlock(u.unit, u.unit, n, 0, False))
+                continue
+            experts = layout.block_expert_bytes[u.index]
+            away = u.experts_device is not None and u.experts_device != u.device
+            kv = kv_layers[u.index] if u.index < len(kv_layers) else 0
+            weights = layout.block_bytes[u.index] - (experts if away else 0)
+            here.append(StripBlock(u.unit, u.unit, weights, kv, False))
+            if away and u.experts_device is not None:
+                out.setdefault(u.experts_device, []).append(
+                    StripBlock(u.unit, u.unit, experts, 0, True)
+                )
+        return out
 
     def _summary_text(self, p: Placement) -> str:
         assert self._spec and self._rig and self._settings and self._layout and self._perf

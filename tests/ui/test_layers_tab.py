@@ -191,3 +191,47 @@ def test_tooltip_explains_pipeline_copies(tab: LayersTab) -> None:
     assert "pipeline parallelism" in tab.lane("gpu:0").bar.toolTip()
     assert _drop(tab, [tab.lane_model("gpu:0").unit_ids()[0]], CPU)  # a layer on the CPU
     assert "pipeline parallelism" not in tab.lane("gpu:0").bar.toolTip()
+
+
+def test_the_strip_draws_each_lane_and_selects_like_the_list(qtbot, perf) -> None:
+    from PySide6.QtCore import QPointF
+
+    from rigspark_gui.ui.lane_model import encode_units
+
+    g = LLAMA_31_8B.model_copy(
+        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
+    )
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.resize(1200, 700)
+    w.show()
+    w.set_context(spec_of(g), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
+    gpu = w.lane("gpu:0")
+    blocks = gpu.strip.blocks
+    assert [b.unit for b in blocks] == gpu.model.unit_ids()
+    widths = [b.weights_bytes + b.kv_bytes for b in blocks]
+    assert widths[0] > 0 and all(not b.guest_experts for b in blocks)
+
+    # a click on the picture selects that layer in the list; Ctrl adds
+    gpu.strip.repaint()
+    rects = dict((u, r) for r, u in gpu.strip.block_rects())
+    qtbot.mouseClick(gpu.strip, Qt.MouseButton.LeftButton, pos=rects["blk.3"].center().toPoint())
+    assert gpu.selected_units() == ["blk.3"] and gpu.strip.selected == {"blk.3"}
+    qtbot.mouseClick(gpu.strip, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
+                     rects["blk.5"].center().toPoint())  # fmt: skip
+    assert gpu.selected_units() == ["blk.3", "blk.5"]
+    assert QPointF(rects["blk.3"].center()).x() < QPointF(rects["blk.5"].center()).x()
+
+    # experts sent to the CPU: drawn apart on the CPU's strip, the layer shrinks here
+    before = next(b for b in gpu.strip.blocks if b.unit == "blk.3").weights_bytes
+    w.first_n_spin.setValue(4)
+    w.first_n_action.trigger()
+    cpu = w.lane("cpu")
+    guests = [b.unit for b in cpu.strip.blocks if b.guest_experts]
+    assert guests == ["blk.0", "blk.1", "blk.2", "blk.3"]
+    assert next(b for b in gpu.strip.blocks if b.unit == "blk.3").weights_bytes < before
+
+    # layers dropped on a strip move to its device, with undo
+    cpu.strip.units_dropped.emit(encode_units(["blk.10"]))
+    assert w.document.placement.unit("blk.10").device == CPU
+    assert "blk.10" in [b.unit for b in cpu.strip.blocks if not b.guest_experts]

@@ -1,0 +1,132 @@
+"""The Layers tab's picture of a device: one block per placed unit, its width its share
+of the device's memory, weights and KV cache in the chart colours, experts that came
+from another device's layer drawn apart (hatched). Click selects (Ctrl adds); layers
+dropped on the strip move here, as on the lane's list."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from PySide6.QtCore import QMimeData, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QDragEnterEvent,
+    QDropEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+)
+from PySide6.QtWidgets import QWidget
+
+from rigspark_gui.core.chart_spec import COLOURS
+from rigspark_gui.ui.lane_model import LAYERS_MIME
+
+
+class StripBlock(NamedTuple):
+    unit: str
+    label: str
+    weights_bytes: int
+    kv_bytes: int
+    guest_experts: bool  # routed experts of a layer placed on another device
+
+
+class LayerStrip(QWidget):
+    unit_clicked = Signal(str, bool)  # unit id, add to the selection
+    units_dropped = Signal(QMimeData)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.blocks: list[StripBlock] = []
+        self.capacity_bytes = 0
+        self.selected: set[str] = set()
+        self._drop_target = False
+        self.setAcceptDrops(True)
+        self.setMinimumHeight(26)
+        self.setToolTip(
+            "Each block is a layer sized by its bytes (blue weights, orange KV cache); "
+            "hatched blocks are experts of layers placed elsewhere. Click to select, "
+            "Ctrl+click to add, drop layers here to move them."
+        )
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, 26)
+
+    def set_blocks(self, blocks: list[StripBlock], capacity_bytes: int) -> None:
+        if blocks == self.blocks and capacity_bytes == self.capacity_bytes:
+            return  # an untouched lane is not repainted
+        self.blocks, self.capacity_bytes = blocks, capacity_bytes
+        self.update()
+
+    def set_selected(self, units: set[str]) -> None:
+        if units != self.selected:
+            self.selected = units
+            self.update()
+
+    def block_rects(self) -> list[tuple[QRectF, str]]:
+        """Where each unit is drawn (for tests and clicks)."""
+        return [(rect, b.unit) for rect, b in self._layout()]
+
+    def _layout(self) -> list[tuple[QRectF, StripBlock]]:
+        total = max(self.capacity_bytes, sum(b.weights_bytes + b.kv_bytes for b in self.blocks), 1)
+        scale = (self.width() - 2) / total
+        x, out = 1.0, []
+        for b in self.blocks:
+            w = max((b.weights_bytes + b.kv_bytes) * scale, 1.0)
+            out.append((QRectF(x, 3, w, self.height() - 6), b))
+            x += w
+        return out
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        p = QPainter(self)
+        p.fillRect(self.rect(), self.palette().base())
+        weights, kv = QColor(COLOURS["weights"]), QColor(COLOURS["kv"])
+        for rect, b in self._layout():
+            share = b.weights_bytes / max(b.weights_bytes + b.kv_bytes, 1)
+            w_rect = QRectF(rect.x(), rect.y(), rect.width() * share, rect.height())
+            if b.guest_experts:
+                p.fillRect(w_rect, QBrush(weights, Qt.BrushStyle.BDiagPattern))
+            else:
+                p.fillRect(w_rect, weights)
+            p.fillRect(QRectF(w_rect.right(), rect.y(), rect.width() - w_rect.width(),
+                              rect.height()), kv)  # fmt: skip
+            if rect.width() >= 3:
+                p.setPen(QPen(self.palette().base().color(), 1))
+                p.drawLine(rect.topRight(), rect.bottomRight())
+            if b.unit in self.selected:
+                p.setPen(QPen(self.palette().highlight().color(), 2))
+                p.drawRect(rect.adjusted(1, -1, -1, 1))
+        if self._drop_target:
+            p.setPen(QPen(self.palette().highlight().color(), 2, Qt.PenStyle.DashLine))
+            p.drawRect(self.rect().adjusted(1, 1, -1, -1))
+        p.end()
+
+    def unit_at(self, x: float) -> str | None:
+        for rect, b in self._layout():
+            if rect.left() <= x <= rect.right():
+                return b.unit
+        return None
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        unit = self.unit_at(event.position().x())
+        if unit is not None:
+            add = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+            self.unit_clicked.emit(unit, add)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasFormat(LAYERS_MIME):
+            self._drop_target = True
+            self.update()
+            event.acceptProposedAction()
+
+    def dragLeaveEvent(self, _event: object) -> None:
+        self._drop_target = False
+        self.update()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        self._drop_target = False
+        self.update()
+        if event.mimeData().hasFormat(LAYERS_MIME):
+            self.units_dropped.emit(event.mimeData())
+            event.acceptProposedAction()
