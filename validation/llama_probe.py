@@ -11,7 +11,6 @@ run_validation.py); with the LD_PRELOAD shim the log also carries exact byte cou
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import sys
@@ -19,24 +18,12 @@ import time
 
 import llama_cpp as L
 
-FTYPES = {"F16": 1, "Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15}
+# quantizing and decoding are the app's own calibration probe's (stdlib + llama_cpp only,
+# so this interpreter can load it by its path)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "rigspark_gui", "calibrate"))
+from probe_script import decode, quantize
+
 GGML_TYPES = {"f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "f32": 0}
-
-
-def quantize(src: str, dst: str, ftype: str) -> None:
-    params = L.llama_model_quantize_default_params()
-    params.ftype = FTYPES[ftype]
-    params.nthread = os.cpu_count() or 1
-    rc = L.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params))
-    if rc != 0:
-        raise SystemExit(f"quantize failed: {rc}")
-
-
-def _decode(ctx: object, tokens: list[int]) -> None:
-    arr = (L.llama_token * len(tokens))(*tokens)
-    rc = L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens)))
-    if rc != 0:
-        raise SystemExit(f"llama_decode failed: {rc}")
 
 
 def measure(job: dict[str, object]) -> dict[str, object]:
@@ -66,14 +53,14 @@ def measure(job: dict[str, object]) -> dict[str, object]:
     if job.get("bench"):
         n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
         prompt = [300 + (i * 37) % (n_vocab - 300) for i in range(int(job.get("n_prompt", 64)))]  # type: ignore[call-overload]
-        _decode(ctx, prompt[:8])  # warm-up: page in the mapped weights, spin up threads
+        decode(ctx, prompt[:8])  # warm-up: page in the mapped weights, spin up threads
         L.llama_memory_clear(L.llama_get_memory(ctx), True)
         t0 = time.perf_counter()
-        _decode(ctx, prompt)
+        decode(ctx, prompt)
         t1 = time.perf_counter()
         n_gen = int(job.get("n_gen", 32))  # type: ignore[call-overload]
         for i in range(n_gen):
-            _decode(ctx, [400 + i])
+            decode(ctx, [400 + i])
         t2 = time.perf_counter()
         out["prompt_tok_s"] = len(prompt) / (t1 - t0)
         out["gen_tok_s"] = n_gen / (t2 - t1)

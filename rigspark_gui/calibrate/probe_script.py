@@ -31,7 +31,7 @@ def quantize(src: str, dst: str, ftype: str) -> None:
         raise SystemExit("quantize failed")
 
 
-def _decode(ctx: object, tokens: list[int]) -> None:
+def decode(ctx: object, tokens: list[int]) -> None:
     arr = (L.llama_token * len(tokens))(*tokens)
     if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens))) != 0:
         raise SystemExit("llama_decode failed")
@@ -62,15 +62,15 @@ def bench(job: dict[str, object]) -> dict[str, object]:
     n_prompt = int(job.get("n_prompt", 64))  # type: ignore[call-overload]
     n_gen = int(job.get("n_gen", 32))  # type: ignore[call-overload]
     prompt = [300 + (i * 37) % (n_vocab - 300) for i in range(n_prompt)]
-    _decode(ctx, prompt[:8])  # warm-up: page the weights in, start the threads
+    decode(ctx, prompt[:8])  # warm-up: page the weights in, start the threads
     best_pp = best_tg = 0.0
     for _ in range(int(job.get("repeats", 2))):  # type: ignore[call-overload]
         L.llama_memory_clear(L.llama_get_memory(ctx), True)
         t0 = time.perf_counter()
-        _decode(ctx, prompt)
+        decode(ctx, prompt)
         t1 = time.perf_counter()
         for i in range(n_gen):
-            _decode(ctx, [400 + i])
+            decode(ctx, [400 + i])
         t2 = time.perf_counter()
         best_pp = max(best_pp, n_prompt / (t1 - t0))
         best_tg = max(best_tg, n_gen / (t2 - t1))

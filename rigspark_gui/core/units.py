@@ -51,13 +51,6 @@ def seconds_text(point: float | None, low: float | None = None, high: float | No
     return text
 
 
-def tok_s_range(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "unknown"
-    digits = 0 if low >= 10 else 1
-    return f"{low:.{digits}f}-{high:.{digits}f} tok/s"
-
-
 def parse_token_count(text: str) -> int | None:
     """A token count as people type it: 32768, 32k, 128K, 1M (k = 1024, M = 1024 k),
     spaces and a trailing "tokens" ignored. None when it is not one."""

@@ -9,7 +9,6 @@ from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
     Signal,
 )
@@ -24,12 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rigspark_gui.catalog.search import matches, search_terms
+from rigspark_gui.catalog.search import search_terms
 from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
 from rigspark_gui.core.units import gib, param_text, speed_text
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.charts import COLOURS
 from rigspark_gui.ui.session import PlannerSession
+from rigspark_gui.ui.word_filter import WordFilterProxy
 
 HEADERS = ("Model", "Family", "Params", "Verdict", "Best path", "Quant", "Memory", "Decode")
 VERDICT_TEXT = {Verdict.FITS: "✓ fits", Verdict.SLOW: "◔ slow", Verdict.NO: "✗ no"}
@@ -99,34 +99,18 @@ class RankingModel(QAbstractTableModel):
         return None
 
 
-class _WordsProxy(QSortFilterProxyModel):
+class _WordsProxy(WordFilterProxy):
     """Rows whose words (name, family, id, size, path, quantization, verdict) begin
     with every typed word."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.query = ""
-
-    def set_query(self, text: str) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10 replaces invalidateFilter
-            self.beginFilterChange()
-            self.query = text.strip()
-            self.endFilterChange()
-        else:
-            self.query = text.strip()
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
-        if not self.query:
-            return True
+    def terms(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> tuple[str, ...]:
         model = self.sourceModel()
         assert isinstance(model, RankingModel)
         r = model.rows[row]
-        terms = search_terms(
+        return search_terms(
             r.name, r.family, r.model_id, f"{r.params / 1e9:.1f}b",
             r.path.value if r.path else "", r.quant or "", VERDICT_TEXT[r.verdict],
         )  # fmt: skip
-        return matches(self.query, terms)
 
 
 class CatalogTab(QWidget):

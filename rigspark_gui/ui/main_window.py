@@ -294,26 +294,19 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def measure_bandwidth(self, automatic: bool = False) -> None:
-        from rigspark_gui.hardware import bandwidth_cache, bandwidth_probe
+        from rigspark_gui.hardware import bandwidth_probe
+        from rigspark_gui.hardware.detect import with_measured_bandwidth
 
         self.bandwidth_action.setEnabled(False)
         self.statusBar().showMessage("Measuring RAM bandwidth…")
         if not automatic:
             bandwidth_probe.clear_cache()  # the user asked for a new measurement
-        key = None
-        detected0 = self.rig_panel.detected_rig()
-        if detected0 is not None:
-            key = bandwidth_cache.machine_key(
-                detected0.cpu.name, detected0.cpu.cores, detected0.ram_total_bytes
-            )
+        machine = self.rig_panel.detected_rig()
 
         def measure() -> bandwidth_probe.BandwidthResult:
-            result = bandwidth_probe.measure_ram_bandwidth()
-            if key is not None and not result.busy:
-                bandwidth_cache.store_bandwidth(
-                    key, result.bandwidth_gbps, result.provenance.source
-                )
-            return result
+            if machine is None:  # nothing detected to keep the figure for
+                return bandwidth_probe.measure_ram_bandwidth()
+            return with_measured_bandwidth(machine)[1]  # kept for this machine unless busy
 
         def done(result: object) -> None:
             self.bandwidth_action.setEnabled(True)

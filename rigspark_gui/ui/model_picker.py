@@ -6,14 +6,15 @@ An editable QComboBox whose completer filters on every typed word (in any order)
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 
-from rigspark_gui.catalog.search import matches, search_terms
+from rigspark_gui.catalog.search import search_terms
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.units import param_text, tokens
 from rigspark_gui.core.weights import param_count
+from rigspark_gui.ui.word_filter import WordFilterProxy
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -33,29 +34,14 @@ def describe(spec: ModelSpec) -> str:
     return "  ·  ".join(bits)
 
 
-class _WordFilter(QSortFilterProxyModel):
-    """Accepts rows whose search text holds every typed word."""
+class _WordFilter(WordFilterProxy):
+    """Models whose words begin with every typed word; family headers only unfiltered."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._query = ""
-
-    def set_words(self, text: str) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10 replaces invalidateFilter
-            self.beginFilterChange()
-            self._query = text.strip()
-            self.endFilterChange()
-        else:
-            self._query = text.strip()
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:
-        model = self.sourceModel()
-        index = model.index(row, 0, parent)
-        model_id = index.data(ID_ROLE)
-        if model_id is None:
-            return not self._query  # family headers only when not searching
-        return matches(self._query, index.data(SEARCH_ROLE))
+    def terms(
+        self, row: int, parent: QModelIndex | QPersistentModelIndex
+    ) -> tuple[str, ...] | None:
+        index = self.sourceModel().index(row, 0, parent)
+        return None if index.data(ID_ROLE) is None else index.data(SEARCH_ROLE)
 
 
 class ModelPicker(QComboBox):
@@ -77,7 +63,7 @@ class ModelPicker(QComboBox):
         self._completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.setCompleter(self._completer)
         self._completer.activated[QModelIndex].connect(self._on_completer_activated)
-        self.lineEdit().textEdited.connect(self._filter.set_words)
+        self.lineEdit().textEdited.connect(self._filter.set_query)
         self.lineEdit().setPlaceholderText("Search models…")
         self.activated.connect(self._on_activated)
 
@@ -126,5 +112,5 @@ class ModelPicker(QComboBox):
         model_id = index.data(ID_ROLE)
         if model_id:
             self.select(str(model_id))
-            self._filter.set_words("")
+            self._filter.set_query("")
             self.model_picked.emit(str(model_id))
