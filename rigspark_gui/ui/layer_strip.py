@@ -26,7 +26,6 @@ from rigspark_gui.ui.lane_model import LAYERS_MIME
 
 class StripBlock(NamedTuple):
     unit: str
-    label: str
     weights_bytes: int
     kv_bytes: int
     guest_experts: bool  # routed experts of a layer placed on another device

@@ -554,17 +554,15 @@ class LayersTab(QWidget):
             here = out.setdefault(u.device, [])
             if u.unit == INPUT or u.unit == OUTPUT:
                 n = layout.input_bytes if u.unit == INPUT else layout.output_bytes
-                here.append(StripBlock(u.unit, u.unit, n, 0, False))
+                here.append(StripBlock(u.unit, n, 0, False))
                 continue
             experts = layout.block_expert_bytes[u.index]
             away = u.experts_device is not None and u.experts_device != u.device
             kv = kv_layers[u.index] if u.index < len(kv_layers) else 0
             weights = layout.block_bytes[u.index] - (experts if away else 0)
-            here.append(StripBlock(u.unit, u.unit, weights, kv, False))
+            here.append(StripBlock(u.unit, weights, kv, False))
             if away and u.experts_device is not None:
-                out.setdefault(u.experts_device, []).append(
-                    StripBlock(u.unit, u.unit, experts, 0, True)
-                )
+                out.setdefault(u.experts_device, []).append(StripBlock(u.unit, experts, 0, True))
         return out
 
     def _summary_text(self, p: Placement) -> str:

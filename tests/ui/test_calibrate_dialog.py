@@ -10,7 +10,7 @@ from rigspark_gui.calibrate import load_calibration, synth
 from rigspark_gui.core.paths import PathName
 from rigspark_gui.ui.main_window import MainWindow
 from tests.calibrate.test_calibrate import TINY, fake_bin  # noqa: F401  (fixture)
-from tests.ui.test_main_window import rig_2x3090
+from tests.ui.conftest import rig_2x3090
 
 
 @pytest.fixture

@@ -4,26 +4,19 @@ what it changed, and the Layers tab's launch command follows."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.paths import PathName
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.settings import Backend, PlanSettings, make_settings
-from rigspark_gui.ui.main_window import MainWindow
 from tests.conftest import LLAMA_31_8B, simple_speed_model, spec_of
-from tests.ui.test_main_window import rig_2x3090
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(rig=rig_2x3090(), detect_on_start=False, settings=settings)
-    qtbot.addWidget(w)
-    w.show()
-    w.session.set_model("llama-3.1-8b-instruct")
-    return w
+def window(window):
+    window.session.set_model("llama-3.1-8b-instruct")
+    return window
 
 
 def _choose(window, label: str) -> None:

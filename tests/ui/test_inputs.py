@@ -11,17 +11,13 @@ from PySide6.QtCore import QSettings, Qt
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.main_window import MainWindow
-from tests.ui.test_main_window import rig_2x3090
+from tests.ui.conftest import rig_2x3090
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    w = MainWindow(rig=rig_2x3090(), detect_on_start=False, settings=settings)
-    qtbot.addWidget(w)
-    w.show()
-    w.session.set_model("llama-3.1-8b-instruct")
-    return w
+def window(window):
+    window.session.set_model("llama-3.1-8b-instruct")
+    return window
 
 
 @pytest.mark.parametrize(

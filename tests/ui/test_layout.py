@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from rigspark_gui.ui.main_window import MainWindow
-from tests.ui.test_main_window import rig_2x3090
+from tests.ui.conftest import rig_2x3090
 
 
 @pytest.fixture

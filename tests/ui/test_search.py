@@ -4,7 +4,6 @@ not every model with a 32K context; no match is said."""
 from __future__ import annotations
 
 from rigspark_gui.catalog.search import matches, search_terms
-from tests.ui.test_main_window import window  # noqa: F401  (fixture)
 
 
 def test_words_begin_terms() -> None:
@@ -15,7 +14,7 @@ def test_words_begin_terms() -> None:
     assert matches("a3b", qwen30) and not matches("ctx", qwen30)
 
 
-def test_the_picker_finds_sizes_not_context_labels(qtbot, window) -> None:  # noqa: F811
+def test_the_picker_finds_sizes_not_context_labels(qtbot, window) -> None:
     picker = window.controls.model_picker
     picker.lineEdit().clear()
     qtbot.keyClicks(picker.lineEdit(), "qwen 32")
@@ -25,7 +24,7 @@ def test_the_picker_finds_sizes_not_context_labels(qtbot, window) -> None:  # no
     assert all("Qwen" in s for s in shown)
 
 
-def test_the_catalog_filter_is_word_based_and_says_no_match(qtbot, window) -> None:  # noqa: F811
+def test_the_catalog_filter_is_word_based_and_says_no_match(qtbot, window) -> None:
     window.tabs.setCurrentWidget(window.catalog_tab)
     tab = window.catalog_tab
     qtbot.waitUntil(lambda: tab.model.rowCount() > 0, timeout=20000)

@@ -11,15 +11,15 @@ from pathlib import Path
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog
 
-from tests.ui.test_main_window import rig_2x3090, window  # noqa: F401  (fixture)
+from tests.ui.conftest import rig_2x3090
 
 
-def test_file_menu_holds_open_and_save_rig(window) -> None:  # noqa: F811
+def test_file_menu_holds_open_and_save_rig(window) -> None:
     texts = [a.text().replace("&", "") for a in window.menuBar().actions()[0].menu().actions()]
     assert "Open rig…" in texts and "Save rig…" in texts
 
 
-def test_help_explains_the_numbers_and_lists_shortcuts(qtbot, window) -> None:  # noqa: F811
+def test_help_explains_the_numbers_and_lists_shortcuts(qtbot, window) -> None:
     window.numbers_action.trigger()
     text = window.help_box.text()
     assert "llama.cpp's own allocator" in text and "calibrated on" in text
@@ -30,7 +30,7 @@ def test_help_explains_the_numbers_and_lists_shortcuts(qtbot, window) -> None:  
     assert "Ctrl+B" in shortcuts
 
 
-def test_copy_says_what_it_copied(qtbot, window) -> None:  # noqa: F811
+def test_copy_says_what_it_copied(qtbot, window) -> None:
     window.session.set_model("llama-3.1-8b-instruct")
     window.tabs.setCurrentWidget(window.layers_tab)
     tab = window.layers_tab
@@ -41,7 +41,7 @@ def test_copy_says_what_it_copied(qtbot, window) -> None:  # noqa: F811
 
 def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
     qtbot,
-    window,  # noqa: F811  (the fixture)
+    window,
     tmp_path,
     monkeypatch,
 ) -> None:
