@@ -24,11 +24,11 @@ from rigspark_gui.catalog.models import load_catalog  # noqa: E402
 from rigspark_gui.catalog.perf import load_perf  # noqa: E402
 from rigspark_gui.catalog.rig_file import load_rig  # noqa: E402
 from rigspark_gui.core.ggml_types import KvCacheType  # noqa: E402
+from rigspark_gui.core.memory import weights_layout  # noqa: E402
 from rigspark_gui.core.placement import auto_place, device_loads, move_layers  # noqa: E402
 from rigspark_gui.core.plan import plan  # noqa: E402
 from rigspark_gui.core.ranking import rank_models  # noqa: E402
 from rigspark_gui.core.settings import PlanSettings  # noqa: E402
-from rigspark_gui.core.weights import weights_layout  # noqa: E402
 from rigspark_gui.resources import data_file  # noqa: E402
 
 

@@ -300,10 +300,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_place(args: argparse.Namespace) -> int:
     from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.memory import repack_for, weights_layout
     from rigspark_gui.core.placement import auto_place, device_loads
     from rigspark_gui.core.plan import plan
     from rigspark_gui.core.speed import estimate_decode, estimate_prefill
-    from rigspark_gui.core.weights import repack_for, weights_layout
     from rigspark_gui.report.text import format_loads, format_placement
 
     spec = load_model(args)

@@ -13,14 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigspark_gui.core.compute_buffer import device_compute_bytes, output_buffer_bytes
 from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.memory import (
+    cpu_repack_bytes,
+    device_compute_bytes,
+    output_buffer_bytes,
+    weights_layout,
+)
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import CPU, device_loads, uniform_placement
 from rigspark_gui.core.rig import Cpu, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode
-from rigspark_gui.core.weights import cpu_repack_bytes, weights_layout
 
 MIB = 1 << 20
 CASES_PATH = Path(__file__).with_name("cases.json")

@@ -24,6 +24,7 @@ from rigspark_gui.calibrate.runners import (
     GpuTarget,
     Runner,
 )
+from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
@@ -34,7 +35,6 @@ from rigspark_gui.core.speed import (
     estimate_prefill,
     quant_family,
 )
-from rigspark_gui.core.weights import weights_layout
 from rigspark_gui.user_dirs import cache_dir
 
 if TYPE_CHECKING:

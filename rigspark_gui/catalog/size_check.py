@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from rigspark_gui.catalog.models import Catalog
-from rigspark_gui.core.weights import file_bytes_estimate, weights_layout
+from rigspark_gui.core.memory import file_bytes_estimate, weights_layout
 
 # Publishers whose files are made with llama-quantize's default recipe. Qwen's own
 # small-model GGUFs keep more tensors at high precision and are excluded from the

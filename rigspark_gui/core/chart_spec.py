@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rigspark_gui.core.compute_buffer import device_compute_bytes
 from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.kv_cache import kv_total_bytes
+from rigspark_gui.core.memory import device_compute_bytes, kv_total_bytes, weights_layout
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.paths import Verdict
 from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.units import GIB, gib, speed_text
-from rigspark_gui.core.weights import weights_layout
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
 # One meaning per colour in the window and in reports (always beside text, never alone).

@@ -16,12 +16,20 @@ from typing import NamedTuple, Protocol, TypeVar
 from pydantic import Field
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.fit import DeviceTally, FitContext, FitEvaluator
+from rigspark_gui.core.memory import (
+    WeightsLayout,
+    file_bytes_estimate,
+    repack_for,
+    weights_layout,
+)
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     HEADROOM,
     DeviceLoad,
+    DeviceTally,
+    FitContext,
+    FitEvaluator,
     Placement,
     auto_place,
     device_loads,
@@ -42,12 +50,6 @@ from rigspark_gui.core.speed import (
     estimate_prefill_reads,
     layers_in_ranges,
     throughput_of,
-)
-from rigspark_gui.core.weights import (
-    WeightsLayout,
-    file_bytes_estimate,
-    repack_for,
-    weights_layout,
 )
 
 PLAN_SCHEMA_VERSION = 1

@@ -8,8 +8,8 @@ from itertools import product
 from pydantic import Field
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.fit import FitContext, FitEvaluator
 from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.memory import repack_for, weights_layout
 from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
 from rigspark_gui.core.paths import (
     PLAN_SCHEMA_VERSION,
@@ -24,11 +24,10 @@ from rigspark_gui.core.paths import (
     plan_path,
     recommended_placement,
 )
-from rigspark_gui.core.placement import DeviceLoad, Placement
+from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.core.weights import repack_for, weights_layout
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
 COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (

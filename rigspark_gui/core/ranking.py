@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.fit import FitContext
+from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.paths import (
     GPU_ONLY,
@@ -20,11 +20,11 @@ from rigspark_gui.core.paths import (
     quants_to_try,
     search_path,
 )
+from rigspark_gui.core.placement import FitContext
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import gib
-from rigspark_gui.core.weights import param_count
 
 # Below this many tokens per second (the point estimate) a chat feels slow: roughly
 # reading speed. The user's minimum speed replaces it when set.

@@ -42,7 +42,7 @@ class Provenance(BaseModel):
     source: str = Field(default="", description="where a spec figure comes from, or why unknown")
 
 
-class _Device(BaseModel):
+class DeviceSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 
@@ -55,7 +55,7 @@ class _Device(BaseModel):
         return Provenance(basis=Basis.USER)
 
 
-class Gpu(_Device):
+class Gpu(DeviceSpec):
     name: str = Field(min_length=1, max_length=200)
     vendor: Vendor = Vendor.OTHER
     index: int = Field(default=0, ge=0)
@@ -93,7 +93,7 @@ class Gpu(_Device):
         return max(self.memory_bytes - self.reserve_bytes, 0)
 
 
-class Cpu(_Device):
+class Cpu(DeviceSpec):
     name: str = "CPU"
     cores: int | None = Field(default=None, gt=0, description="physical cores")
     threads: int | None = Field(default=None, gt=0)

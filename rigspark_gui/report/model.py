@@ -17,15 +17,15 @@ from rigspark_gui.core.chart_spec import FitChart, KvChart, fit_chart, kv_memory
 from rigspark_gui.core.errors import RigSparkError, validation_message
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import LaunchCommand, launch_commands
+from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
-from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, Provenance, Rig, _Device
+from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import MIB
-from rigspark_gui.core.weights import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 
 REPORT_SCHEMA_VERSION = 1
@@ -105,8 +105,8 @@ def _bytes_text(n: int | None) -> str:
     return f"{n / (1 << 30):.2f} GiB"
 
 
-def _basis(owner: _Device | Rig, field: str) -> Provenance:
-    if isinstance(owner, _Device):
+def _basis(owner: DeviceSpec | Rig, field: str) -> Provenance:
+    if isinstance(owner, DeviceSpec):
         return owner.basis_of(field)
     # the rig's own figures (RAM, disk) follow the same rule as a device's
     if field in owner.provenance:
@@ -116,7 +116,7 @@ def _basis(owner: _Device | Rig, field: str) -> Provenance:
     return Provenance(basis=Basis.USER)
 
 
-def _figure(owner: _Device | Rig, label: str, field: str, value: str) -> Figure:
+def _figure(owner: DeviceSpec | Rig, label: str, field: str, value: str) -> Figure:
     prov = _basis(owner, field)
     return Figure(label=label, value=value, basis=prov.basis.value, source=prov.source)
 

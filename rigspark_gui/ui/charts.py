@@ -28,7 +28,7 @@ def _is_dark(widget: QWidget) -> bool:
     return widget.palette().window().color().lightness() < 128
 
 
-class _Plot(QWidget):
+class PlotWidget(QWidget):
     def __init__(self, x_label: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.plot = pg.PlotWidget()
@@ -162,7 +162,7 @@ def _label(fg: str) -> pg.TextItem:
     return item
 
 
-class FitChartWidget(_Plot):
+class FitChartWidget(PlotWidget):
     """Stacked weights / KV / compute / reserve against each path's limit line."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -242,7 +242,7 @@ class FitChartWidget(_Plot):
         self._set_x(self._room_for(labels, spec.x_max_gib))
 
 
-class SpeedChartWidget(_Plot):
+class SpeedChartWidget(PlotWidget):
     """Low–high decode tok/s range per path, or 'unknown' with why."""
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -26,13 +26,13 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.plan import KvComparisonRow, Plan, kv_comparison
 from rigspark_gui.core.units import gib, human_bytes, tokens
 from rigspark_gui.ui.background import run_in_background
-from rigspark_gui.ui.charts import _Plot
+from rigspark_gui.ui.charts import PlotWidget
 from rigspark_gui.ui.session import PlannerSession
 
 CURVE_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
 
 
-class KvChartWidget(_Plot):
+class KvChartWidget(PlotWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("context (tokens)", parent)
         self.plot.setLogMode(x=True, y=False)

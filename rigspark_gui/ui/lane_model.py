@@ -23,9 +23,9 @@ from PySide6.QtCore import (
 )
 
 from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement
 from rigspark_gui.core.units import human_bytes
-from rigspark_gui.core.weights import WeightsLayout
 from rigspark_gui.ui.placement_document import PlacementDocument
 
 LAYERS_MIME = "application/x-rigspark-layers"

@@ -30,8 +30,14 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.kv_cache import kv_bytes_per_layer
 from rigspark_gui.core.launch import Engine, LaunchCommand, launch_command
+from rigspark_gui.core.memory import (
+    RepackBytes,
+    WeightsLayout,
+    kv_bytes_per_layer,
+    repack_for,
+    weights_layout,
+)
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
@@ -41,15 +47,16 @@ from rigspark_gui.core.placement import (
     Placement,
     Verdict,
     device_loads,
+    even_split,
+    fill_fastest_first,
+    fit_by_ngl,
     rig_devices,
     uniform_placement,
 )
-from rigspark_gui.core.placement_strategies import even_split, fill_fastest_first, fit_by_ngl
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
 from rigspark_gui.core.units import gib, seconds_text, speed_text
-from rigspark_gui.core.weights import RepackBytes, WeightsLayout, repack_for, weights_layout
 from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
 from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
 from rigspark_gui.ui.layer_strip import LayerStrip, StripBlock

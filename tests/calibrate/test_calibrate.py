@@ -24,11 +24,11 @@ from rigspark_gui.calibrate import (
 )
 from rigspark_gui.calibrate.runners import parse_bench_json
 from rigspark_gui.cli import main
+from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, uniform_placement
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import estimate_decode
-from rigspark_gui.core.weights import weights_layout
 from tests.calibrate import fake_llama
 from tests.conftest import simple_speed_model
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigspark_gui.core.compute_buffer import (
+from rigspark_gui.core.memory import (
     PIPELINE_COPIES,
     device_compute_bytes,
     host_compute_bytes,

@@ -3,7 +3,7 @@
 import pytest
 
 from rigspark_gui.core.ggml_types import KvCacheType as K
-from rigspark_gui.core.kv_cache import (
+from rigspark_gui.core.memory import (
     kv_bytes_per_layer,
     kv_bytes_per_token,
     kv_cells,
@@ -164,7 +164,7 @@ def test_vllm_pages_of_16_tokens_per_request() -> None:
 @pytest.mark.parametrize("context", [1, 777, 4096, 8192, 40000])
 @pytest.mark.parametrize("parallel", [1, 3])
 def test_cached_tables_agree_with_the_layer_walk(g, context, parallel) -> None:
-    from rigspark_gui.core.fit import kv_total_fast
+    from rigspark_gui.core.placement import kv_total_fast
 
     for kv in (K.F16, K.Q8_0, K.Q4_0):  # one shared shape
         s = PlanSettings(context=context, parallel=parallel, kv_k=kv, kv_v=kv, flash_attn=True)

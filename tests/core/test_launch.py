@@ -18,19 +18,20 @@ from rigspark_gui.core.launch import (
     visible_from_env,
     vllm_command,
 )
+from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     Placement,
     auto_place,
+    even_split,
+    fill_fastest_first,
     move_experts,
     move_layers,
     uniform_placement,
 )
-from rigspark_gui.core.placement_strategies import even_split, fill_fastest_first
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
-from rigspark_gui.core.weights import weights_layout
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
 MOE = LLAMA_31_8B.model_copy(

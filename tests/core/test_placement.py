@@ -5,11 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rigspark_gui.core.errors import InvalidPlacementError
-from rigspark_gui.core.fit import FitEvaluator
 from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import (
     CPU,
     HEADROOM,
+    FitEvaluator,
     Verdict,
     auto_place,
     device_loads,
@@ -20,7 +21,6 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import bytes_read_per_token
-from rigspark_gui.core.weights import weights_layout
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
 
@@ -179,7 +179,7 @@ def test_max_ngl_is_the_largest_ngl_whose_gpus_fit(vram, context, n_gpus) -> Non
     quant=st.sampled_from(["Q4_K_M", "Q8_0", "Q4_0"]),
 )
 def test_repack_is_counted_the_same_by_both_tallies(ngl, features, quant) -> None:
-    from rigspark_gui.core.weights import repack_for
+    from rigspark_gui.core.memory import repack_for
 
     spec = spec_of(LLAMA_31_8B, quants=("Q4_K_M", "Q8_0", "Q4_0"))
     rig, s = make_rig(1), PlanSettings(context=4096)

@@ -149,7 +149,7 @@ KV_ORDER = [K.F32, K.F16, K.Q8_0, K.Q5_1, K.Q5_0, K.Q4_1, K.Q4_0]
 @settings(max_examples=40, deadline=None)
 @given(i=st.integers(0, len(KV_ORDER) - 2), context=st.integers(1, 131072))
 def test_a_smaller_kv_type_never_needs_more_bytes(i, context) -> None:
-    from rigspark_gui.core.kv_cache import kv_total_bytes
+    from rigspark_gui.core.memory import kv_total_bytes
 
     big, small = KV_ORDER[i], KV_ORDER[i + 1]
     s_big = PlanSettings(context=context, kv_k=big, kv_v=big, flash_attn=True)

@@ -58,3 +58,41 @@ def test_cli_works_with_sockets_blocked() -> None:
         )
         assert out.returncode == 0, out.stderr
         assert "network access attempted" not in out.stderr
+
+
+CONCERNS = ("memory", "placement", "launch", "speed")
+
+
+def _program_imports() -> list[tuple[Path, str, str]]:
+    import ast
+
+    found = []
+    for path in (ROOT / "rigspark_gui").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.extend((path, node.module, alias.name) for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.extend((path, alias.name, "") for alias in node.names)
+    return found
+
+
+def test_each_concern_is_reached_through_its_public_face_only() -> None:
+    leaks = []
+    for path, module, _name in _program_imports():
+        parts = module.split(".")
+        if parts[:2] != ["rigspark_gui", "core"] or len(parts) < 4 or parts[2] not in CONCERNS:
+            continue
+        home = ROOT / "rigspark_gui" / "core" / parts[2]
+        if home not in path.parents:
+            leaks.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert leaks == []
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    private = [
+        f"{path.relative_to(ROOT)}: {name} from {module}"
+        for path, module, name in _program_imports()
+        if module.startswith("rigspark_gui") and name.startswith("_") and name != "__version__"
+    ]
+    assert private == []

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, uniform_placement
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import GpuBackend, PlanSettings
@@ -18,7 +19,6 @@ from rigspark_gui.core.speed import (
     estimate_decode_shape,
     estimate_prefill,
 )
-from rigspark_gui.core.weights import weights_layout
 from tests.conftest import LLAMA_31_8B, simple_speed_model, spec_of
 
 

@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import GpuBackend, PlanSettings
 from rigspark_gui.core.speed import DecodeShape, SpeedModel, estimate_decode_shape
-from rigspark_gui.core.weights import WeightsLayout
 from validation import speed_fit
 from validation.speed_report import (
     TARGET_INSIDE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
+from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.model_spec import Frozen
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
@@ -24,7 +25,6 @@ from rigspark_gui.core.speed.model import (
     QuantFamily,
     SpeedModel,
 )
-from rigspark_gui.core.weights import WeightsLayout
 
 CPU = "cpu"
 

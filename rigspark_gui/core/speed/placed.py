@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
+from rigspark_gui.core.memory import WeightsLayout, kv_cells, kv_row_pair_bytes
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, kv_devices
 from rigspark_gui.core.rig import Rig
@@ -18,7 +18,6 @@ from rigspark_gui.core.speed.estimate import (
     estimate_prefill_reads,
 )
 from rigspark_gui.core.speed.model import SpeedModel
-from rigspark_gui.core.weights import WeightsLayout
 
 
 def decode_depth(s: PlanSettings) -> int:

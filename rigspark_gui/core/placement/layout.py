@@ -17,18 +17,19 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from rigspark_gui.core.compute_buffer import (
+from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.memory import (
+    RepackBytes,
+    WeightsLayout,
     device_compute_bytes,
     host_compute_bytes,
+    kv_bytes_per_layer,
     output_buffer_bytes,
     pipeline_copies,
 )
-from rigspark_gui.core.errors import InvalidPlacementError
-from rigspark_gui.core.kv_cache import kv_bytes_per_layer
 from rigspark_gui.core.model_spec import Frozen, Geometry
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
-from rigspark_gui.core.weights import RepackBytes, WeightsLayout
 
 CPU = "cpu"
 INPUT = "input"

@@ -14,16 +14,19 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from rigspark_gui.core.compute_buffer import (
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.memo import ByIdentity
+from rigspark_gui.core.memory import (
+    RepackBytes,
+    WeightsLayout,
     device_compute_bytes,
     host_compute_bytes,
+    kv_cells,
+    kv_row_pair_bytes,
     output_buffer_bytes,
 )
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.kv_cache import kv_cells, kv_row_pair_bytes
-from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.model_spec import Geometry
-from rigspark_gui.core.placement import (
+from rigspark_gui.core.placement.layout import (
     CPU,
     HEADROOM,
     device_capacity,
@@ -33,7 +36,6 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.weights import RepackBytes, WeightsLayout
 
 
 def _prefix(values: Sequence[int]) -> tuple[int, ...]:

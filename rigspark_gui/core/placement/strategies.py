@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.model_spec import Geometry
-from rigspark_gui.core.placement import (
+from rigspark_gui.core.placement.layout import (
     CPU,
     Placement,
     Verdict,
@@ -19,7 +20,6 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.weights import WeightsLayout
 
 
 def even_split(g: Geometry, rig: Rig, s: PlanSettings) -> Placement:

@@ -17,10 +17,10 @@ f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 
 from __future__ import annotations
 
-from rigspark_gui.core.kv_cache import kv_cells_per_stream
+from rigspark_gui.core.memory.kv_cache import kv_cells_per_stream
+from rigspark_gui.core.memory.weights import FUSED_QKV_ARCHS
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
-from rigspark_gui.core.weights import FUSED_QKV_ARCHS
 
 # f32 rows of n_embd per token alive beside the attention scores (fused QKV: more),
 # fitted on llama.cpp's CUDA logs (see the module docstring), and beside the FFN

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.ggml_types import row_bytes
 from rigspark_gui.core.memo import ByIdentity
+from rigspark_gui.core.memory.quant_recipe import RecipeContext, choose_type, quantizable
 from rigspark_gui.core.model_spec import (
     Geometry,
     ModelSpec,
@@ -21,7 +22,6 @@ from rigspark_gui.core.model_spec import (
     TensorInfo,
     require_quant,
 )
-from rigspark_gui.core.quant_recipe import RecipeContext, choose_type, quantizable
 
 GGUF_ALIGNMENT = 32  # general.alignment default: every tensor's data starts on it
 _UNGATED_FFN = frozenset({"falcon", "starcoder2", "gpt2", "phi2", "bloom", "mpt"})

@@ -1,0 +1,32 @@
+"""The commands that run a placement: llama.cpp, Ollama, LM Studio, koboldcpp, vLLM,
+SGLang, MLX, and the reverse (llama.cpp arguments read back into a placement).
+
+The public face of launch commands; other packages import from here only."""
+
+from rigspark_gui.core.launch.commands import (
+    Engine,
+    LaunchCommand,
+    apply_llama_args,
+    koboldcpp_command,
+    launch_command,
+    launch_commands,
+    llama_server_command,
+    ollama_command,
+    parse_llama_args,
+    visible_from_env,
+    vllm_command,
+)
+
+__all__ = [
+    "Engine",
+    "LaunchCommand",
+    "apply_llama_args",
+    "koboldcpp_command",
+    "launch_command",
+    "launch_commands",
+    "llama_server_command",
+    "ollama_command",
+    "parse_llama_args",
+    "visible_from_env",
+    "vllm_command",
+]
