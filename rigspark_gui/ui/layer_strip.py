@@ -1,16 +1,18 @@
 """The Layers tab's picture of a device: one block per placed unit, its width its share
 of the device's memory, weights and KV cache in the chart colours, experts that came
 from another device's layer drawn apart (hatched). Click selects (Ctrl adds); layers
-dropped on the strip move here, as on the lane's list."""
+dragged from the strip (the selection, or the block under the mouse) move to the strip
+or list they are dropped on, as on the lane's list."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from PySide6.QtCore import QMimeData, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QMimeData, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
+    QDrag,
     QDragEnterEvent,
     QDropEvent,
     QMouseEvent,
@@ -18,10 +20,10 @@ from PySide6.QtGui import (
     QPaintEvent,
     QPen,
 )
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS
-from rigspark_gui.ui.lane_model import LAYERS_MIME
+from rigspark_gui.ui.lane_model import LAYERS_MIME, encode_units
 
 
 class StripBlock(NamedTuple):
@@ -41,12 +43,13 @@ class LayerStrip(QWidget):
         self.capacity_bytes = 0
         self.selected: set[str] = set()
         self._drop_target = False
+        self._press: tuple[QPointF, str] | None = None
         self.setAcceptDrops(True)
         self.setMinimumHeight(26)
         self.setToolTip(
             "Each block is a layer sized by its bytes (blue weights, orange KV cache); "
             "hatched blocks are experts of layers placed elsewhere. Click to select, "
-            "Ctrl+click to add, drop layers here to move them."
+            "Ctrl+click to add, drag layers to another device's strip or list to move them."
         )
 
     def sizeHint(self) -> QSize:
@@ -109,9 +112,50 @@ class LayerStrip(QWidget):
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         unit = self.unit_at(event.position().x())
-        if unit is not None:
-            add = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+        self._press = None
+        if unit is None:
+            return
+        add = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+        # as in a list: a press on a selected block may start dragging the whole
+        # selection, so the click only narrows the selection when the button is released
+        if add or unit not in self.selected:
             self.unit_clicked.emit(unit, add)
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press = (event.position(), unit)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._press is None or not event.buttons() & Qt.MouseButton.LeftButton:
+            return
+        start, unit = self._press
+        if (event.position() - start).manhattanLength() < QApplication.startDragDistance():
+            return
+        self._press = None
+        units = self.drag_units(unit)
+        if units:
+            self.exec_drag(encode_units(units))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._press is not None:
+            unit = self._press[1]
+            add = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+            if not add and self.selected != {unit}:
+                self.unit_clicked.emit(unit, False)
+        self._press = None
+
+    def drag_units(self, pressed: str) -> list[str]:
+        """What a drag from `pressed` carries: the selection when the block is part of it,
+        else that block alone; experts drawn here for a layer placed elsewhere stay put."""
+        own = [b.unit for b in self.blocks if not b.guest_experts]
+        if pressed not in own:
+            return []
+        if pressed in self.selected:
+            return [u for u in own if u in self.selected]
+        return [pressed]
+
+    def exec_drag(self, mime: QMimeData) -> None:
+        drag = QDrag(self)
+        drag.setMimeData(mime)
+        drag.exec(Qt.DropAction.MoveAction)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasFormat(LAYERS_MIME):

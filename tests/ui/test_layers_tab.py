@@ -235,3 +235,50 @@ def test_the_strip_draws_each_lane_and_selects_like_the_list(qtbot, perf) -> Non
     cpu.strip.units_dropped.emit(encode_units(["blk.10"]))
     assert w.document.placement.unit("blk.10").device == CPU
     assert "blk.10" in [b.unit for b in cpu.strip.blocks if not b.guest_experts]
+
+
+def test_layers_dragged_out_of_a_strip_move_to_the_strip_they_land_on(
+    qtbot, perf, monkeypatch
+) -> None:
+    from PySide6.QtCore import QPoint
+    from PySide6.QtTest import QTest
+
+    from rigspark_gui.ui.layer_strip import LayerStrip
+
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.resize(1200, 700)
+    w.show()
+    w.set_context(spec_of(LLAMA_31_8B), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
+    gpu, cpu = w.lane("gpu:0"), w.lane("cpu")
+    gpu.strip.repaint()
+    rects = dict((u, r) for r, u in gpu.strip.block_rects())
+    # the drag itself is the platform's; here it ends with a drop on the CPU's strip
+    carried = []
+
+    def land_on_cpu(strip: LayerStrip, mime) -> None:
+        carried.append(mime)
+        cpu.strip.units_dropped.emit(mime)
+
+    monkeypatch.setattr(LayerStrip, "exec_drag", land_on_cpu)
+    # select blk.4 and blk.6, then drag from blk.6: both go
+    qtbot.mouseClick(gpu.strip, Qt.MouseButton.LeftButton, pos=rects["blk.4"].center().toPoint())
+    qtbot.mouseClick(gpu.strip, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
+                     rects["blk.6"].center().toPoint())  # fmt: skip
+    start = rects["blk.6"].center().toPoint()
+    QTest.mousePress(gpu.strip, Qt.MouseButton.LeftButton, pos=start)
+    QTest.mouseMove(gpu.strip, start + QPoint(0, 40))
+    assert len(carried) == 1
+    for unit in ("blk.4", "blk.6"):
+        assert w.document.placement.unit(unit).device == CPU
+    cpu_units = [b.unit for b in cpu.strip.blocks if not b.guest_experts]
+    assert {"blk.4", "blk.6"} <= set(cpu_units)
+    assert "blk.5" in [b.unit for b in gpu.strip.blocks]
+    # a short twitch is a click, not a drag
+    gpu.strip.repaint()
+    rects = dict((u, r) for r, u in gpu.strip.block_rects())
+    start = rects["blk.8"].center().toPoint()
+    QTest.mousePress(gpu.strip, Qt.MouseButton.LeftButton, pos=start)
+    QTest.mouseMove(gpu.strip, start + QPoint(1, 0))
+    QTest.mouseRelease(gpu.strip, Qt.MouseButton.LeftButton, pos=start + QPoint(1, 0))
+    assert len(carried) == 1 and w.document.placement.unit("blk.8").device != CPU
