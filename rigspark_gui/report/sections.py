@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rigspark_gui.core.paths import PathName, PathPlan
-from rigspark_gui.core.placement import DeviceLoad
+from rigspark_gui.core.placement import DeviceLoad, units_span
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
 from rigspark_gui.report.text import auto_rule
@@ -65,22 +65,6 @@ def path_label(p: PathPlan) -> str:
 
 def kv_pair(k: str, v: str) -> str:
     return k if k == v else f"K {k} / V {v}"
-
-
-def _units_span(units: tuple[str, ...]) -> str:
-    """blk.0 .. blk.39 style runs of the units a device holds."""
-    if not units:
-        return "—"
-    runs: list[list[str]] = []
-    last_block: int | None = None
-    for u in units:
-        n = int(u[4:]) if u.startswith("blk.") and u[4:].isdigit() else None
-        if n is not None and last_block is not None and n == last_block + 1 and runs:
-            runs[-1][1] = u
-        else:
-            runs.append([u, u])
-        last_block = n
-    return ", ".join(a if a == b else f"{a} .. {b}" for a, b in runs)
 
 
 def summary(report: PlanReport) -> str:
@@ -200,7 +184,7 @@ def _kv_table(report: PlanReport) -> Table:
 def _load_row(d: DeviceLoad) -> tuple[str, ...]:
     return (
         d.device,
-        _units_span(d.units),
+        units_span(d.units),
         human_bytes(d.weights_bytes),
         human_bytes(d.kv_bytes),
         human_bytes(d.compute_bytes),

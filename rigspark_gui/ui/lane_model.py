@@ -24,7 +24,7 @@ from PySide6.QtCore import (
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, unit_label
 from rigspark_gui.core.units import human_bytes
 from rigspark_gui.ui.placement_document import PlacementDocument
 
@@ -37,14 +37,6 @@ _Index = QModelIndex | QPersistentModelIndex
 
 def device_label(device: str) -> str:
     return "CPU" if device == CPU else f"GPU {device.split(':')[1]}"
-
-
-def unit_label(unit: str) -> str:
-    if unit == INPUT:
-        return "input embedding"
-    if unit == OUTPUT:
-        return "output head"
-    return f"layer {unit.removeprefix('blk.')}"
 
 
 def encode_units(unit_ids: list[str]) -> QMimeData:

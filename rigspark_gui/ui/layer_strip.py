@@ -23,6 +23,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS
+from rigspark_gui.core.placement import INPUT
 from rigspark_gui.ui.lane_model import LAYERS_MIME, encode_units
 
 
@@ -144,8 +145,9 @@ class LayerStrip(QWidget):
 
     def drag_units(self, pressed: str) -> list[str]:
         """What a drag from `pressed` carries: the selection when the block is part of it,
-        else that block alone; experts drawn here for a layer placed elsewhere stay put."""
-        own = [b.unit for b in self.blocks if not b.guest_experts]
+        else that block alone. Experts drawn here for a layer placed elsewhere stay put, and
+        the input embedding never leaves the CPU (as in llama.cpp)."""
+        own = [b.unit for b in self.blocks if not b.guest_experts and b.unit != INPUT]
         if pressed not in own:
             return []
         if pressed in self.selected:

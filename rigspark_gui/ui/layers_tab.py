@@ -235,6 +235,21 @@ class LayersTab(QWidget):
         self.message.clear()
         self._document.reset(self._start)
 
+    def restore_placement(self, placement: Placement) -> bool:
+        """Put a saved hand placement back on screen as one undoable edit; False when it
+        is not a placement of this model on these devices."""
+        current = self._document.placement
+        if current is None:
+            return False
+        same_units = [u.unit for u in placement.units] == [u.unit for u in current.units]
+        if not same_units or not set(placement.devices) <= set(current.devices):
+            return False
+        restored = placement.model_copy(
+            update={"max_context": current.max_context, "devices": current.devices}
+        )
+        self._document.replace(restored, "Restore the saved hand placement")
+        return True
+
     def edited_placement(self) -> Placement | None:
         """The placement on screen when the user has changed it from the plan's, else
         None (surfaces that show a placement use this one then)."""

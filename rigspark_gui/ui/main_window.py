@@ -600,6 +600,14 @@ class MainWindow(QMainWindow):
                 "(File ▸ Import model…) to plan it."
             )
         self.session.update_settings(**report.settings.model_dump())
+        plan = self.session.plan
+        if report.placement_edited and report.placement is not None and plan is not None:
+            self._update_layers(plan)
+            if self.layers_tab.restore_placement(report.placement):
+                self.tabs.setCurrentWidget(self.layers_tab)
+                note += " Its hand-edited placement is on the Layers tab (Undo goes back)."
+            else:
+                note += " Its hand-edited placement does not match this model: not restored."
         self.statusBar().showMessage(f"Planning “{report.title}” here.{note}", 15000)
 
     # ------------------------------------------------------------ persistence

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from rigspark_gui.core.placement import CPU, Placement, move_experts, move_layers
+from rigspark_gui.core.placement import CPU, Placement, move_experts, move_layers, unit_label
 
 
 class _SwapPlacementCommand(QUndoCommand):
@@ -89,5 +89,5 @@ def _device_text(device: str) -> str:
 
 
 def _describe(ids: list[str], what: str) -> str:
-    head = ids[0] if len(ids) == 1 else f"{len(ids)} layers"
+    head = unit_label(ids[0]) if len(ids) == 1 else f"{len(ids)} layers"
     return f"Move {head} {what}"

@@ -284,3 +284,13 @@ def test_without_room_for_pipeline_copies_llama_cpp_runs_without_them() -> None:
     assert all(x.verdict is not Verdict.OVER for x in loads.values())
     fast = FitEvaluator(LLAMA_31_8B, layout, tight, s).llama_cpp_tally(33, [0, 1], [1, 1])
     assert fast["gpu:0"].compute_bytes == loads["gpu:0"].compute_bytes
+
+
+def test_units_are_named_in_words_on_every_surface() -> None:
+    from rigspark_gui.core.placement import INPUT, OUTPUT, unit_label, units_span
+
+    assert unit_label("blk.12") == "layer 12"
+    assert unit_label(INPUT) == "input embedding" and unit_label(OUTPUT) == "output head"
+    units = (INPUT, "blk.0", "blk.1", "blk.2", "blk.5", "blk.7", "blk.8", OUTPUT)
+    assert units_span(units) == "input embedding, layers 0–2, layer 5, layers 7–8, output head"
+    assert units_span(()) == "—"

@@ -135,3 +135,35 @@ def test_open_plan_can_plan_it_here(qtbot, window, monkeypatch, tmp_path) -> Non
     assert window.session.spec.id == "qwen3-14b"
     assert (s.context, s.kv_k) == (16384, KvCacheType.Q8_0)
     assert "here" in window.statusBar().currentMessage()
+
+
+def test_open_plan_restores_a_hand_edited_placement(qtbot, window, monkeypatch, tmp_path) -> None:
+    """A report saved after dragging layers brings that placement back, undoable."""
+    from rigspark_gui.core.placement import CPU
+
+    window.session.set_model("llama-3.1-8b-instruct")
+    window.tabs.setCurrentWidget(window.layers_tab)
+    layers = window.layers_tab
+    start = layers.document.placement
+    moved = [u.unit for u in start.blocks if u.device != CPU][-2:]
+    layers.document.move_units(moved, CPU)
+    assert layers.edited_placement() is not None
+    choose_save(monkeypatch, tmp_path / "edited.json", FILTERS["json"])
+    window.export_action.trigger()
+    assert load_report(tmp_path / "edited.json").placement_edited
+
+    window.session.set_model("qwen3-14b")
+    window.tabs.setCurrentWidget(window.paths_tab)
+    monkeypatch.setattr(
+        QFileDialog, "getOpenFileName", staticmethod(lambda *a: (str(tmp_path / "edited.json"), ""))
+    )
+    window.open_plan_action.trigger()
+    qtbot.mouseClick(window.restore_plan_button, Qt.MouseButton.LeftButton)
+    assert window.session.spec.id == "llama-3.1-8b-instruct"
+    assert window.tabs.currentWidget() is layers
+    for unit in moved:
+        assert layers.document.placement.unit(unit).device == CPU
+    assert layers.edited_placement() is not None
+    assert "hand-edited placement" in window.statusBar().currentMessage()
+    layers.document.undo_stack.undo()  # back to the plan's own placement
+    assert layers.edited_placement() is None

@@ -282,3 +282,12 @@ def test_layers_dragged_out_of_a_strip_move_to_the_strip_they_land_on(
     QTest.mouseMove(gpu.strip, start + QPoint(1, 0))
     QTest.mouseRelease(gpu.strip, Qt.MouseButton.LeftButton, pos=start + QPoint(1, 0))
     assert len(carried) == 1 and w.document.placement.unit("blk.8").device != CPU
+
+
+def test_undo_names_layers_as_the_lanes_do(qtbot, perf) -> None:
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.set_context(spec_of(LLAMA_31_8B), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
+    w.document.move_units(["blk.12"], CPU)
+    assert w.document.undo_stack.undoText() == "Move layer 12 to CPU"
+    assert w.undo_action.toolTip() == "Undo Move layer 12 to CPU"

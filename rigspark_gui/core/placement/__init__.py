@@ -28,6 +28,8 @@ from rigspark_gui.core.placement.layout import (
     move_layers,
     rig_devices,
     uniform_placement,
+    unit_label,
+    units_span,
 )
 from rigspark_gui.core.placement.strategies import (
     even_split,
@@ -61,4 +63,6 @@ __all__ = [
     "move_layers",
     "rig_devices",
     "uniform_placement",
+    "unit_label",
+    "units_span",
 ]

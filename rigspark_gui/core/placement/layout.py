@@ -81,6 +81,38 @@ class Placement(Frozen):
         return sum(1 for u in self.units if u.unit != INPUT and u.device != CPU)
 
 
+def unit_label(unit: str) -> str:
+    """A unit in words, as every surface shows it ("layer 12", not llama.cpp's blk.12)."""
+    if unit == INPUT:
+        return "input embedding"
+    if unit == OUTPUT:
+        return "output head"
+    return f"layer {unit.removeprefix('blk.')}"
+
+
+def units_span(units: Sequence[str]) -> str:
+    """Runs of units in words: "input embedding, layers 0–39, output head"."""
+    parts: list[str] = []
+    run: list[int] = []
+
+    def close() -> None:
+        if run:
+            parts.append(f"layer {run[0]}" if len(run) == 1 else f"layers {run[0]}–{run[-1]}")
+            run.clear()
+
+    for u in units:
+        n = u.removeprefix("blk.")
+        if u.startswith("blk.") and n.isdigit():
+            if run and int(n) != run[-1] + 1:
+                close()
+            run.append(int(n))
+        else:
+            close()
+            parts.append(unit_label(u))
+    close()
+    return ", ".join(parts) if parts else "—"
+
+
 class Verdict(StrEnum):
     FITS = "fits"
     TIGHT = "tight"
