@@ -14,8 +14,8 @@ from collections.abc import Callable
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QFont, QResizeEvent
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QResizeEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS, SEGMENT_LABELS, FitChart, SpeedChart
@@ -28,6 +28,49 @@ def _is_dark(widget: QWidget) -> bool:
     return widget.palette().window().color().lightness() < 128
 
 
+Rect = tuple[QRectF, QBrush, QPen]
+
+
+class RectsItem(pg.GraphicsObject):
+    """Many filled rectangles in data coordinates as one plot item. pyqtgraph's
+    BarGraphItem re-measures its pixel padding on every bounding-rect query, which cost
+    most of a frame with a bar per segment; this measures once per change."""
+
+    def __init__(self, z: float = 0.0, tooltip: str = "") -> None:
+        super().__init__()
+        self._rects: list[Rect] = []
+        self._bounds = QRectF()
+        self.setZValue(z)
+        if tooltip:
+            self.setToolTip(tooltip)
+
+    @property
+    def rects(self) -> list[Rect]:
+        return self._rects
+
+    def set_rects(self, rects: list[Rect]) -> None:
+        if rects == self._rects:
+            return  # an unchanged item is not repainted
+        self.prepareGeometryChange()
+        self._rects = rects
+        bounds = QRectF()
+        for r, _brush, _pen in rects:
+            bounds = bounds.united(r)
+        # room for the pens' width, which is in pixels, not data units
+        px, py = self.pixelWidth() or 0.0, self.pixelHeight() or 0.0
+        self._bounds = bounds.adjusted(-3 * px, -3 * py, 3 * px, 3 * py)
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, painter: QPainter, *_args: object) -> None:
+        for rect, brush, pen in self._rects:
+            painter.setPen(pen)
+            painter.setBrush(brush)
+            painter.drawRect(rect)
+
+
 class PlotWidget(QWidget):
     def __init__(self, x_label: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -36,7 +79,10 @@ class PlotWidget(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         self.plot.setLabel("bottom", x_label)
-        self.plot.showGrid(x=True, y=False, alpha=0.2)
+        # vertical grid lines as one item, redrawn only when the x range changes: the
+        # axis's own grid made every bar change repaint the whole axis
+        self.grid = RectsItem(z=-10)
+        self.plot.addItem(self.grid)
         # the key sits above the plot, never over a bar, curve or limit label
         self.legend_label = QLabel(self)
         self.legend_label.setTextFormat(Qt.TextFormat.RichText)
@@ -84,6 +130,8 @@ class PlotWidget(QWidget):
         ticks = [(n - 1 - i, label) for i, label in enumerate(labels)]
         self.plot.getAxis("left").setTicks([ticks])
         self.plot.setYRange(-0.6, n - 0.4, padding=0)
+        if getattr(self, "_x_top", None):
+            self._draw_grid(self._x_top)
 
     def _set_x(self, top: float) -> None:
         # rescale in steps, not on every small change, so the axis is not re-laid out
@@ -94,6 +142,24 @@ class PlotWidget(QWidget):
             top = top * 1.25 if current is not None and top > current else top
             self._x_top = top
             self.plot.setXRange(0, top, padding=0)
+            self._draw_grid(top)
+
+    def _draw_grid(self, top: float) -> None:
+        axis = self.plot.getAxis("bottom")
+        levels = axis.tickSpacing(0, top, max(self.plot.width(), 100))
+        if not levels:
+            return
+        step = levels[-1][0]  # the finest level the axis draws
+        n_rows = len(getattr(self, "_labels", None) or ()) or 1
+        grey = QColor(self._fg)
+        grey.setAlpha(40)
+        pen, brush = QPen(grey, 0), QBrush(Qt.BrushStyle.NoBrush)
+        lines: list[Rect] = []
+        x = step
+        while x < top:
+            lines.append((QRectF(x, -0.6, 0.0, n_rows), brush, pen))
+            x += step
+        self.grid.set_rects(lines)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -154,6 +220,12 @@ class _ItemPool:
                 item.setVisible(False)
 
 
+def _set_label(item: pg.TextItem, text: str, colour: str) -> None:
+    if (item.toPlainText(), getattr(item, "_colour", None)) != (text, colour):
+        item.setText(text, color=colour)
+        item._colour = colour  # type: ignore[attr-defined]
+
+
 def _label(fg: str) -> pg.TextItem:
     item = pg.TextItem("", color=fg, anchor=(0, 0.5))
     font = QFont()
@@ -171,17 +243,27 @@ class FitChartWidget(PlotWidget):
         self._pool = _ItemPool(self.plot)
         roles = ("weights", "kv", "compute", "reserve", "shortfall")
         self.set_legend([(COLOURS[r], SEGMENT_LABELS[r], r == "shortfall") for r in roles])
+        self._styles = {r: self._style(r) for r in roles}
+        # the margin kept free, drawn so that a bar ending just short of the limit line
+        # visibly does not fit
+        self.margins = RectsItem(
+            z=-1,
+            tooltip="Kept free: 5 % of usable memory for allocator rounding and "
+            "fragmentation. A bar must end before this zone to fit.",
+        )
+        self.bars = RectsItem()
+        self.shortfalls = RectsItem(z=10)  # an outline past the limit, over the bar
+        for item in (self.margins, self.bars, self.shortfalls):
+            self.plot.addItem(item)
+        self._margin_style = (QBrush(QColor(128, 128, 128, 45)), QPen(Qt.PenStyle.NoPen))
 
     @staticmethod
-    def _style(role: str) -> dict[str, object]:
+    def _style(role: str) -> tuple[QBrush, QPen]:
         colour = QColor(COLOURS[role])
         if role == "shortfall":
-            # an outline past the limit: what is missing, drawn over the bar
-            return {
-                "brush": pg.mkBrush(colour.red(), colour.green(), colour.blue(), 60),
-                "pen": pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine),
-            }
-        return {"brush": pg.mkBrush(colour), "pen": pg.mkPen(colour.darker(130))}
+            fill = QColor(colour.red(), colour.green(), colour.blue(), 60)
+            return QBrush(fill), pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
+        return QBrush(colour), pg.mkPen(colour.darker(130))
 
     def show_chart(self, spec: FitChart) -> None:
         self.spec = spec
@@ -189,57 +271,44 @@ class FitChartWidget(PlotWidget):
         pool.begin()
         n = len(spec.rows)
         labels: list[tuple[float, pg.TextItem]] = []
+        bars: list[Rect] = []
+        shortfalls: list[Rect] = []
+        margins: list[Rect] = []
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             for seg in row.segments:
                 if seg.width_gib <= 0:
                     continue
-                height = 0.7 if seg.role == "shortfall" else 0.55
-                bar = pool.get(
-                    (i, seg.role),
-                    lambda role=seg.role, h=height: pg.BarGraphItem(
-                        x0=[0], width=[0], y=[0], height=h, **self._style(role)
-                    ),
-                )
-                bar.setOpts(x0=[seg.start_gib], width=[seg.width_gib], y=[y])
-                if seg.role == "shortfall":
-                    bar.setZValue(10)
+                h = 0.7 if seg.role == "shortfall" else 0.55
+                rect = QRectF(seg.start_gib, y - h / 2, seg.width_gib, h)
+                into = shortfalls if seg.role == "shortfall" else bars
+                into.append((rect, *self._styles[seg.role]))
             limit = pool.get(
                 (i, "limit"),
                 lambda: pg.PlotDataItem(
                     [0, 0], [0, 0], pen=pg.mkPen(self._fg, width=2, style=Qt.PenStyle.DashLine)
                 ),
             )
-            limit.setData([row.capacity_gib, row.capacity_gib], [y - 0.38, y + 0.38])
-            # the margin kept free, drawn so that a bar ending just short of the limit line
-            # visibly does not fit
-            margin = pool.get(
-                (i, "margin"),
-                lambda: pg.BarGraphItem(
-                    x0=[0], width=[0], y=[0], height=0.76,
-                    brush=pg.mkBrush(128, 128, 128, 45), pen=pg.mkPen(None),
-                ),
-            )  # fmt: skip
-            margin.setOpts(
-                x0=[row.margin_gib], width=[max(row.capacity_gib - row.margin_gib, 0.0)], y=[y]
-            )
-            margin.setToolTip(
-                "Kept free: 5 % of usable memory for allocator rounding and fragmentation. "
-                "A bar must end before this zone to fit."
-            )
+            ends = [row.capacity_gib, row.capacity_gib]
+            if getattr(limit, "_ends", None) != (ends, y):
+                limit.setData(ends, [y - 0.38, y + 0.38])
+                limit._ends = (ends, y)
+            width = max(row.capacity_gib - row.margin_gib, 0.0)
+            margins.append((QRectF(row.margin_gib, y - 0.38, width, 0.76), *self._margin_style))
             end = max((s.start_gib + s.width_gib for s in row.segments), default=0.0)
             badge = "  ★ recommended" if row.recommended else ""
             text = pool.get((i, "text"), lambda: _label(self._fg))
-            text.setText(
-                f"{STATUS_TEXT[row.status]} · {row.annotation}{badge}",
-                color=COLOURS["shortfall"] if row.status == "over" else self._fg,
-            )
+            colour = COLOURS["shortfall"] if row.status == "over" else self._fg
+            _set_label(text, f"{STATUS_TEXT[row.status]} · {row.annotation}{badge}", colour)
             x_text = max(end, row.capacity_gib) + spec.x_max_gib * 0.01
             text.setPos(x_text, y)
             labels.append((x_text, text))
         pool.end()
         self._set_rows([r.label for r in spec.rows])
         self._set_x(self._room_for(labels, spec.x_max_gib))
+        self.margins.set_rects(margins)
+        self.bars.set_rects(bars)
+        self.shortfalls.set_rects(shortfalls)
 
 
 class SpeedChartWidget(PlotWidget):
@@ -251,6 +320,13 @@ class SpeedChartWidget(PlotWidget):
         self._pool = _ItemPool(self.plot)
         # also keeps its rows level with the fit chart's, which has a key line too
         self.set_legend([(COLOURS["speed"], "estimate (dark tick) and its calibrated band", False)])
+        speed = QColor(COLOURS["speed"])
+        self._band_style = (QBrush(speed), pg.mkPen(speed.darker(140)))
+        self._tick_style = (QBrush(speed.darker(170)), QPen(Qt.PenStyle.NoPen))
+        self.bands = RectsItem()
+        self.ticks = RectsItem(z=1)
+        self.plot.addItem(self.bands)
+        self.plot.addItem(self.ticks)
 
     def show_chart(self, spec: SpeedChart) -> None:
         self.spec = spec
@@ -258,43 +334,25 @@ class SpeedChartWidget(PlotWidget):
         pool.begin()
         n = len(spec.rows)
         labels: list[tuple[float, pg.TextItem]] = []
+        bands: list[Rect] = []
+        ticks: list[Rect] = []
         for i, row in enumerate(spec.rows):
             y = n - 1 - i
             x_text = 0.0
             if row.known and row.low_tok_s is not None and row.high_tok_s is not None:
-                bar = pool.get(
-                    (i, "bar"),
-                    lambda: pg.BarGraphItem(
-                        x0=[0],
-                        width=[0],
-                        y=[0],
-                        height=0.4,
-                        brush=pg.mkBrush(COLOURS["speed"]),
-                        pen=pg.mkPen(QColor(COLOURS["speed"]).darker(140)),
-                    ),
-                )
-                bar.setOpts(
-                    x0=[row.low_tok_s], width=[max(row.high_tok_s - row.low_tok_s, 0.01)], y=[y]
-                )
+                width = max(row.high_tok_s - row.low_tok_s, 0.01)
+                bands.append((QRectF(row.low_tok_s, y - 0.2, width, 0.4), *self._band_style))
                 x_text = row.high_tok_s
                 if row.tok_s is not None:
-                    tick = pool.get(
-                        (i, "point"),
-                        lambda: pg.BarGraphItem(
-                            x0=[0],
-                            width=[0],
-                            y=[0],
-                            height=0.62,
-                            brush=pg.mkBrush(QColor(COLOURS["speed"]).darker(170)),
-                            pen=pg.mkPen(None),
-                        ),
-                    )
                     w = spec.x_max_tok_s * 0.006
-                    tick.setOpts(x0=[row.tok_s - w / 2], width=[w], y=[y])
+                    tick = QRectF(row.tok_s - w / 2, y - 0.31, w, 0.62)
+                    ticks.append((tick, *self._tick_style))
             text = pool.get((i, "text"), lambda: _label(self._fg))
-            text.setText(row.annotation)
+            _set_label(text, row.annotation, self._fg)
             text.setPos(x_text + spec.x_max_tok_s * 0.01, y)
             labels.append((x_text + spec.x_max_tok_s * 0.01, text))
         pool.end()
         self._set_rows([r.label for r in spec.rows])
         self._set_x(self._room_for(labels, spec.x_max_tok_s))
+        self.bands.set_rects(bands)
+        self.ticks.set_rects(ticks)

@@ -10,7 +10,6 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
-    QLabel,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -24,6 +23,7 @@ from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.units import gib, seconds_text, speed_text
 from rigspark_gui.report.text import auto_rule, path_label
 from rigspark_gui.ui.charts import COLOURS, FitChartWidget, SpeedChartWidget
+from rigspark_gui.ui.steady_label import SteadyLabel
 
 COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
 
@@ -52,10 +52,7 @@ def ladder_tip(p: PathPlan) -> str:
 class PathsTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.TextFormat.RichText)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary = SteadyLabel()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -94,18 +91,16 @@ class PathsTab(QWidget):
             if len(p.ladder) > 1:
                 rungs = " · ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in p.ladder)
                 text += f"<br><small>Fits on this path: {escape(rungs)}</small>"
-            self.summary.setText(text)
             self.summary.setToolTip(auto_rule(plan.settings))
         else:
-            self.summary.setText(
+            text = (
                 f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
                 "on any path."
             )
         if warnings:
             lines = "".join(f"<br>⚠ {escape(w)}" for w in warnings)
-            self.summary.setText(
-                self.summary.text() + f"<span style='color:{COLOURS['kv']}'>{lines}</span>"
-            )
+            text += f"<span style='color:{COLOURS['kv']}'>{lines}</span>"
+        self.summary.setText(text)
         self.fit_chart.show_chart(fit_chart(plan))
         self.speed_chart.show_chart(speed_chart(plan))
         self.table.setRowCount(len(plan.paths))
@@ -155,8 +150,11 @@ class PathsTab(QWidget):
             if item is None:
                 item = QTableWidgetItem()
                 self.table.setItem(r, c, item)
-            item.setText(text)
-            item.setToolTip(tip)
+            if item.text() != text:  # an unchanged cell is not measured and repainted
+                item.setText(text)
+            if item.toolTip() != tip:
+                item.setToolTip(tip)
             if c == 1:
-                colour = COLOURS["compute"] if p.fits else COLOURS["shortfall"]
-                item.setForeground(QBrush(QColor(colour)))
+                colour = QColor(COLOURS["compute"] if p.fits else COLOURS["shortfall"])
+                if item.foreground().color() != colour:
+                    item.setForeground(QBrush(colour))
