@@ -1,0 +1,53 @@
+"""What a control change may touch: the Paths tab repaints its figures, and the window
+is not re-laid out (that relayout once cost more than the plan). Counted, not timed."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication
+
+
+class _LayoutRequests(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.seen.append(type(obj).__name__)
+        return False
+
+
+def test_a_context_change_does_not_re_lay_out_the_window(qtbot, window) -> None:
+    window.resize(1500, 900)
+    window.session.set_model("llama-3.3-70b-instruct")
+    window.tabs.setCurrentWidget(window.paths_tab)
+    for context in (4096, 6144):  # the window settles after it is first shown
+        window.controls.context_spin.setValue(context)
+        QApplication.processEvents()
+    QApplication.processEvents()  # and any layout that settling posted
+    spy = _LayoutRequests()
+    app = QApplication.instance()
+    app.installEventFilter(spy)
+    try:
+        before = window.paths_tab.summary.text()
+        for i in range(6):
+            window.controls.context_spin.setValue(8192 + 2048 * i)
+            QApplication.processEvents()
+    finally:
+        app.removeEventFilter(spy)
+    assert window.paths_tab.summary.text() != before  # the figures did change
+    assert "MainWindow" not in spy.seen and "PathsTab" not in spy.seen
+
+
+def test_the_summary_grows_when_it_needs_more_lines(qtbot, window) -> None:
+    window.resize(1500, 900)
+    window.session.set_model("llama-3.3-70b-instruct")
+    QApplication.processEvents()
+    summary = window.paths_tab.summary
+    one = summary.height()
+    plan = window.session.plan
+    window.paths_tab.show_plan(plan, warnings=["first warning", "second warning"])
+    qtbot.waitUntil(lambda: summary.height() > one)
+    assert summary.label.height() >= summary.heightForWidth(summary.width())
+    assert "second warning" in summary.text()
