@@ -16,7 +16,7 @@ from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Geometry(Frozen):

@@ -37,13 +37,13 @@ class Vendor(StrEnum):
 
 
 class Provenance(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     basis: Basis
     source: str = Field(default="", description="where a spec figure comes from, or why unknown")
 
 
 class DeviceSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 
     def basis_of(self, field: str) -> Provenance:
@@ -106,7 +106,7 @@ class Cpu(DeviceSpec):
 
 
 class Rig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     schema_version: int = RIG_SCHEMA_VERSION
     name: str = Field(default="", max_length=200)
     gpus: tuple[Gpu, ...] = ()

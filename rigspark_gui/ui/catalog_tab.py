@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.catalog.search import search_terms
+from rigspark_gui.core.chart_spec import COLOURS
 from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
 from rigspark_gui.core.units import gib, param_text, speed_text
 from rigspark_gui.ui.background import run_in_background
-from rigspark_gui.ui.charts import COLOURS
 from rigspark_gui.ui.session import PlannerSession
 from rigspark_gui.ui.word_filter import WordFilterProxy
 

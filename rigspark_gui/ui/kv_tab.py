@@ -6,9 +6,8 @@ the table fills in when it is ready. Activating a row applies that K/V choice.
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -21,52 +20,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rigspark_gui.core.chart_spec import CURVE_COLOURS, KvChart, kv_memory_chart
+from rigspark_gui.core.chart_spec import kv_memory_chart
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.plan import KvComparisonRow, Plan, kv_comparison
 from rigspark_gui.core.units import gib, human_bytes, tokens
 from rigspark_gui.ui.background import run_in_background
-from rigspark_gui.ui.charts import PlotWidget
+from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.session import PlannerSession
+
+if TYPE_CHECKING:
+    from rigspark_gui.ui.kv_chart import KvChartWidget
 
 CURVE_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
 
 
-class KvChartWidget(PlotWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("context (tokens)", parent)
-        self.plot.setLogMode(x=True, y=False)
-        self.plot.setLabel("left", "GiB")
-        self.spec: KvChart | None = None
+def _kv_chart() -> KvChartWidget:
+    from rigspark_gui.ui.kv_chart import KvChartWidget
 
-    def show_chart(self, spec: KvChart) -> None:
-        self.spec = spec
-        self.plot.clear()
-        legend = []
-        for curve, colour in zip(spec.curves, CURVE_COLOURS, strict=False):
-            self.plot.plot(list(curve.contexts), list(curve.gib), pen=pg.mkPen(colour, width=2))
-            legend.append((colour, f"KV {curve.label}", False))
-        self.set_legend(legend)
-        top = max((c.contexts[-1] for c in spec.curves), default=256)
-        ticks, n = [], 256
-        while n <= top:
-            ticks.append((math.log10(n), tokens(n)))
-            n *= 4
-        self.plot.getAxis("bottom").setTicks([ticks, []])
-        values = [v for c in spec.curves for v in c.gib] + [line.gib for line in spec.limits]
-        if values:
-            # room above the top limit line for its label
-            lo, hi = min(values), max(values)
-            self.plot.setYRange(lo - 0.04 * (hi - lo), hi + 0.1 * (hi - lo), padding=0)
-        for line in spec.limits:
-            inf = pg.InfiniteLine(
-                pos=line.gib,
-                angle=0,
-                pen=pg.mkPen(self._fg, style=Qt.PenStyle.DashLine),
-                label=f"{line.label} {line.gib:.0f} GiB",
-                labelOpts={"position": 0.05, "color": self._fg, "anchors": [(0, 1), (0, 1)]},
-            )
-            self.plot.addItem(inf)
+    return KvChartWidget()
 
 
 class KvTab(QWidget):
@@ -89,10 +60,10 @@ class KvTab(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.cellActivated.connect(self._on_activated)
         self.table.cellDoubleClicked.connect(self._on_activated)
-        self.chart = KvChartWidget()
+        self.chart_slot = ChartSlot(_kv_chart)  # pyqtgraph is imported when first shown
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
-        split.addWidget(self.chart)
+        split.addWidget(self.chart_slot)
         split.setSizes([320, 260])
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
@@ -100,6 +71,10 @@ class KvTab(QWidget):
         hint = QLabel("Double-click or press Enter on a row to use that K/V pair.")
         hint.setEnabled(False)
         layout.addWidget(hint)
+
+    @property
+    def chart(self) -> KvChartWidget:
+        return self.chart_slot.chart()
 
     def show_plan(self, plan: Plan) -> None:
         spec, rig = self.session.spec, self.session.rig

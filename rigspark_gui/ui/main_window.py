@@ -8,10 +8,11 @@ background; planning one model is fast enough to run on every change.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QPaintEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -148,6 +149,7 @@ class MainWindow(QMainWindow):
         self.rig_panel.rig_changed.connect(self.session.set_rig)
         self.rig_panel.redetect_requested.connect(self.start_detection)
 
+        self._after_first_paint: list[Callable[[], None]] = []
         self._restore_choices()
         self._restore_imported()
         self._restore_layout()
@@ -157,7 +159,8 @@ class MainWindow(QMainWindow):
         if rig is not None:
             self.rig_panel.set_detected(rig)
         elif detect_on_start:
-            QTimer.singleShot(0, self.start_detection)
+            # after the window is on screen: the probes' imports would delay its first paint
+            self._after_first_paint.append(self.start_detection)
 
     # ------------------------------------------------------------ data
     def _error_later(self, title: str, message: str) -> None:
@@ -263,15 +266,21 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ detection
     @Slot()
     def start_detection(self) -> None:
-        from rigspark_gui.hardware.detect import detect
-
         self.rig_panel.set_detecting(True)
         self.detect_progress.show()
         self.statusBar().showMessage("Detecting GPUs, CPU and memory…")
         db = self.database
+
+        def detect_here() -> Rig:
+            # imported on the worker: NVML, psutil and sysfs readers stay off the
+            # window's first paint
+            from rigspark_gui.hardware.detect import detect
+
+            return detect(database=db, timeout_s=5.0)
+
         run_in_background(
             self,
-            lambda: detect(database=db, timeout_s=5.0),
+            detect_here,
             self._on_detected,
             self._on_detect_failed,
         )
@@ -665,6 +674,11 @@ class MainWindow(QMainWindow):
         tab = self.qsettings.value("window/tab")
         if tab is not None and str(tab).isdigit():
             self.tabs.setCurrentIndex(int(str(tab)))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        while self._after_first_paint:
+            QTimer.singleShot(0, self._after_first_paint.pop(0))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.qsettings.setValue("window/geometry", self.saveGeometry())

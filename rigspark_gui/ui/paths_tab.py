@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
@@ -17,12 +18,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rigspark_gui.core.chart_spec import fit_chart, speed_chart
+from rigspark_gui.core.chart_spec import COLOURS, FitChart, SpeedChart, fit_chart, speed_chart
 from rigspark_gui.core.paths import PathPlan
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.units import gib, seconds_text, speed_text
+
+if TYPE_CHECKING:
+    from rigspark_gui.ui.charts import FitChartWidget, SpeedChartWidget
 from rigspark_gui.report.text import auto_rule, path_label
-from rigspark_gui.ui.charts import COLOURS, FitChartWidget, SpeedChartWidget
+from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.steady_label import SteadyLabel
 
 COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
@@ -49,6 +53,18 @@ def ladder_tip(p: PathPlan) -> str:
     return "\nFits on this path (best quality first):\n" + "\n".join(lines)
 
 
+def _fit_widget() -> FitChartWidget:
+    from rigspark_gui.ui.charts import FitChartWidget
+
+    return FitChartWidget()
+
+
+def _speed_widget() -> SpeedChartWidget:
+    from rigspark_gui.ui.charts import SpeedChartWidget
+
+    return SpeedChartWidget()
+
+
 class PathsTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -60,11 +76,14 @@ class PathsTab(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
-        self.fit_chart = FitChartWidget()
-        self.speed_chart = SpeedChartWidget()
+        # the charts are built once the window is on screen (see ChartSlot)
+        self._fit_spec: FitChart | None = None
+        self._speed_spec: SpeedChart | None = None
+        self.fit_slot = ChartSlot(_fit_widget, self._fit_ready)
+        self.speed_slot = ChartSlot(_speed_widget, self._speed_ready)
         charts = QSplitter(Qt.Orientation.Horizontal)
-        charts.addWidget(self.fit_chart)
-        charts.addWidget(self.speed_chart)
+        charts.addWidget(self.fit_slot)
+        charts.addWidget(self.speed_slot)
         charts.setSizes([640, 360])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(charts)
@@ -73,6 +92,22 @@ class PathsTab(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addWidget(split, 1)
+
+    @property
+    def fit_chart(self) -> FitChartWidget:
+        return self.fit_slot.chart()
+
+    @property
+    def speed_chart(self) -> SpeedChartWidget:
+        return self.speed_slot.chart()
+
+    def _fit_ready(self, chart: FitChartWidget) -> None:
+        if self._fit_spec is not None:
+            chart.show_chart(self._fit_spec)
+
+    def _speed_ready(self, chart: SpeedChartWidget) -> None:
+        if self._speed_spec is not None:
+            chart.show_chart(self._speed_spec)
 
     def show_plan(self, plan: Plan, warnings: Sequence[str] = ()) -> None:
         rec = plan.recommended
@@ -101,8 +136,11 @@ class PathsTab(QWidget):
             lines = "".join(f"<br>⚠ {escape(w)}" for w in warnings)
             text += f"<span style='color:{COLOURS['kv']}'>{lines}</span>"
         self.summary.setText(text)
-        self.fit_chart.show_chart(fit_chart(plan))
-        self.speed_chart.show_chart(speed_chart(plan))
+        self._fit_spec, self._speed_spec = fit_chart(plan), speed_chart(plan)
+        if self.fit_slot.ready:
+            self.fit_chart.show_chart(self._fit_spec)
+        if self.speed_slot.ready:
+            self.speed_chart.show_chart(self._speed_spec)
         self.table.setRowCount(len(plan.paths))
         for r, p in enumerate(plan.paths):
             self._fill_row(r, p, rec is p.path)

@@ -76,3 +76,20 @@ def test_parameter_counts_from_shapes_match_the_layouts() -> None:
     )
     assert param_count(imported) == param_count(moe)
     assert param_count(moe).active < param_count(moe).total
+
+
+def test_counting_each_kind_of_block_once_matches_counting_every_tensor() -> None:
+    import math
+
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.memory.weights import _param_count, _shapes, _synth_param_count
+
+    specs = load_catalog().specs()
+    assert len(specs) > 100
+    for spec in specs:
+        g = spec.geometry
+        every_tensor = [
+            (name, math.prod(shape), group, layer, "_exps" in name)
+            for name, shape, group, layer in _shapes(g)[0]
+        ]
+        assert _synth_param_count(g) == _param_count(g, every_tensor), spec.id

@@ -22,10 +22,11 @@ def test_a_context_change_does_not_re_lay_out_the_window(qtbot, window) -> None:
     window.resize(1500, 900)
     window.session.set_model("llama-3.3-70b-instruct")
     window.tabs.setCurrentWidget(window.paths_tab)
+    assert window.paths_tab.fit_chart and window.paths_tab.speed_chart  # built, as on screen
     for context in (4096, 6144):  # the window settles after it is first shown
         window.controls.context_spin.setValue(context)
         QApplication.processEvents()
-    QApplication.processEvents()  # and any layout that settling posted
+    qtbot.wait(50)  # and any layout that settling posted
     spy = _LayoutRequests()
     app = QApplication.instance()
     app.installEventFilter(spy)

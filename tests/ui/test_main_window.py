@@ -44,6 +44,7 @@ def test_type_a_model_and_see_its_paths(qtbot, window) -> None:
     assert "runs on the" in window.paths_tab.summary.text()
     # the chart keys sit above the plots, so they never hide a bar or its label
     key = window.paths_tab.fit_chart.legend_label
+    qtbot.wait(0)  # the chart lays out on the next turn of the event loop
     assert all(w in key.text() for w in ("Weights", "KV cache", "Compute buffer", "Shortfall"))
     assert not key.isHidden() and key.geometry().bottom() <= window.paths_tab.fit_chart.plot.y()
 

@@ -241,11 +241,25 @@ def _param_count(
 
 @lru_cache(maxsize=512)
 def _synth_param_count(g: Geometry) -> ParamCount:
-    rows = (
-        (name, math.prod(shape), group, layer, "_exps" in name)
-        for name, shape, group, layer in _shapes(g)[0]
-    )
-    return _param_count(g, rows)
+    """The same count as tensor by tensor, but each kind of block is shaped once: layers
+    differ only by recurrence, KV heads and MoE, so a catalog of 129 models is counted
+    in milliseconds (the model picker sorts by size at start-up)."""
+    embd = g.n_embd * g.n_vocab
+    kinds: dict[tuple[bool, int, bool], tuple[int, int]] = {}
+    total = embd + g.n_embd + (0 if g.tied_embeddings else embd)  # + output norm and head
+    experts = 0
+    for il in range(g.n_layer):
+        kind = (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il))
+        counted = kinds.get(kind)
+        if counted is None:
+            sizes = [(math.prod(shape), "_exps" in n) for n, shape in _block_tensors(g, il)]
+            counted = (sum(n for n, _ in sizes), sum(n for n, e in sizes if e))
+            kinds[kind] = counted
+        total += counted[0]
+        experts += counted[1]
+    frac = g.n_expert_used / g.n_expert if g.n_expert else 1.0
+    active = total - experts + round(experts * frac) - embd
+    return ParamCount(total, max(active, 0))
 
 
 def _count_of(spec: ModelSpec) -> ParamCount:
