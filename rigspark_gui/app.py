@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from PySide6.QtCore import QCoreApplication
     from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QWidget
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     # From here on an uncaught error is a dialog, not a silent exit.
     crash.install()
     window = MainWindow(settings=open_settings())
+    _report_when_painted(window, app)
     window.show()
     _exit_after_smoke_delay(app)
     return app.exec()
@@ -50,6 +52,27 @@ def _app_icon() -> QIcon:
         if path.exists():
             icon.addFile(str(path))
     return icon
+
+
+def _report_when_painted(window: QWidget, app: QCoreApplication) -> None:
+    """RIGSPARK_EXIT_WHEN_PAINTED=1 prints the wall clock (ns) of the window's first paint
+    and quits: benchmarks/bench_startup.py times launch to window with it."""
+    if os.environ.get("RIGSPARK_EXIT_WHEN_PAINTED") != "1":
+        return
+    import time
+
+    from PySide6.QtCore import QEvent, QObject
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+            if obj is window and event.type() == QEvent.Type.Paint:
+                print(f"painted {time.time_ns()}", flush=True)
+                window.removeEventFilter(self)
+                app.quit()
+            return False
+
+    spy = FirstPaint(window)
+    window.installEventFilter(spy)
 
 
 def _exit_after_smoke_delay(app: QCoreApplication) -> None:
