@@ -146,10 +146,13 @@ class PlotWidget(QWidget):
 
     def _draw_grid(self, top: float) -> None:
         axis = self.plot.getAxis("bottom")
-        levels = axis.tickSpacing(0, top, max(self.plot.width(), 100))
+        width_px = max(self.plot.width(), 100)
+        levels = axis.tickSpacing(0, top, width_px)
         if not levels:
             return
-        step = levels[-1][0]  # the finest level the axis draws
+        # the finest level the axis draws whose lines stay at least 40 px apart
+        roomy = [spacing for spacing, _ in levels if spacing / top * width_px >= 40]
+        step = roomy[-1] if roomy else levels[0][0]
         n_rows = len(getattr(self, "_labels", None) or ()) or 1
         grey = QColor(self._fg)
         grey.setAlpha(40)
