@@ -100,7 +100,12 @@ def _split(text: str) -> list[float]:
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="ID", help="catalog model id (see `models`)")
+    src.add_argument(
+        "--model",
+        metavar="NAME",
+        help="a catalog model by id or name, Ollama tag (llama3.1:8b) or Hugging Face id "
+        "(org/repo[:QUANT]); a quantization in the name is used (see `models`)",
+    )
     src.add_argument(
         "--model-file", metavar="PATH", type=Path, help="a .gguf, an HF config.json or its folder"
     )
@@ -210,9 +215,19 @@ def gpu_database() -> GpuDatabase | None:
 
 def load_model(args: argparse.Namespace) -> ModelSpec:
     if args.model is not None:
-        from rigspark_gui.catalog.models import load_entry
+        from rigspark_gui.catalog.models import resolve_model
 
-        return load_entry(args.model).to_spec()
+        found = resolve_model(args.model)
+        if found.quant is not None and getattr(args, "quant", None) is None:
+            # the quantization named in the model ("llama3.1:8b-instruct-q4_K_M")
+            if found.quant in found.spec.available_quants:
+                args.quant = found.quant
+            else:
+                _note(
+                    f"{found.quant} (named in {args.model!r}) is not among "
+                    f"{found.spec.id}'s quantizations here; planning the best that fits"
+                )
+        return found.spec
     path: Path = args.model_file
     from rigspark_gui.core.errors import ModelImportError
 
@@ -272,6 +287,10 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
         gpu_backend=args.gpu_backend,
         **extra,
     )
+
+
+def _note(text: str) -> None:
+    print(f"{PROG}: note: {text}", file=sys.stderr)
 
 
 def _emit(data: Any) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, QuantFile
 from rigspark_gui.resources import data_file
@@ -52,6 +53,7 @@ class CatalogEntry(BaseModel):
             quants=quants,
             published=published,
             source=self.source,
+            hf_repo=self.hf_repo,
         )
 
 
@@ -126,3 +128,15 @@ def load_entry(model_id: str, path: Path | None = None) -> CatalogEntry:
     if catalog.errors:
         raise CatalogError(catalog.errors[0])
     raise _unknown(model_id, ids)
+
+
+def resolve_model(text: str, path: Path | None = None) -> Resolved:
+    """The catalog model any name the user typed means (see `catalog.resolve`): an exact
+    id validates only its entry; any other name reads the whole catalog."""
+    from rigspark_gui.catalog.resolve import resolve
+
+    raw, _name = _read(path)
+    items = raw.get("models") if isinstance(raw, dict) else None
+    if isinstance(items, list) and any(isinstance(i, dict) and i.get("id") == text for i in items):
+        return Resolved(load_entry(text, path).to_spec(), None, "catalog id")
+    return resolve(load_catalog(path).specs(), text)

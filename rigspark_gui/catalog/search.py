@@ -24,6 +24,10 @@ def search_terms(*texts: str) -> tuple[str, ...]:
 
 
 def matches(query: str, terms: Iterable[str]) -> bool:
-    """Every word of `query` begins one of `terms`."""
+    """Every word of `query` begins one of `terms`. The query is read as the resolver
+    reads a name, so "llama3.1:8b" or "meta-llama/Llama-3.1-8B-Instruct" narrow the list
+    as they are typed."""
+    from rigspark_gui.catalog.resolve import query_words
+
     terms = tuple(terms)
-    return all(any(t.startswith(w) for t in terms) for w in _SPLIT.split(query.lower()) if w)
+    return all(any(t.startswith(w) for t in terms) for w in query_words(query))

@@ -149,8 +149,10 @@ class ModelSpec(Frozen):
     quants: tuple[str, ...] = Field(default=(), description="quantizations available, best first")
     published: dict[str, QuantFile] = Field(default_factory=dict)
     cpu_only_quants: tuple[str, ...] = Field(default=(), description="BitNet-style, CPU only")
-    source: str = ""
+    source: str = Field(default="", description="where it came from: config, file or URL")
     imported: bool = False
+    hf_repo: str = Field(default="", description="its Hugging Face repository, if known")
+    ollama_tag: str = Field(default="", description="its name in Ollama's store, if it is there")
 
     @model_validator(mode="after")
     def _has_weights(self) -> ModelSpec:

@@ -72,6 +72,7 @@ class ControlsBar(QWidget):
 
         self.model_picker = ModelPicker()
         self.model_picker.model_picked.connect(session.set_model)
+        self.model_picker.quant_named.connect(lambda q: session.update_settings(quant=q))
 
         self.quant = QComboBox()
         self.quant.setToolTip(

@@ -93,6 +93,9 @@ class MainWindow(QMainWindow):
         self.session = PlannerSession(catalog_specs, perf)
 
         self.controls = ControlsBar(self.session)
+        self.controls.model_picker.not_found.connect(
+            lambda why: self.statusBar().showMessage(why, 15000)
+        )
         self.paths_tab = PathsTab()
         self.kv_tab = KvTab(self.session)
         self.catalog_tab = CatalogTab(self.session)

@@ -11,6 +11,7 @@ from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 
 from rigspark_gui.catalog.search import search_terms
+from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.units import param_text, tokens
@@ -46,6 +47,8 @@ class _WordFilter(WordFilterProxy):
 
 class ModelPicker(QComboBox):
     model_picked = Signal(str)  # model id
+    quant_named = Signal(str)  # a quantization named in what was typed ("...:q4_K_M")
+    not_found = Signal(str)  # why a typed name matched no model, in one sentence
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -66,8 +69,11 @@ class ModelPicker(QComboBox):
         self.lineEdit().textEdited.connect(self._filter.set_query)
         self.lineEdit().setPlaceholderText("Search models…")
         self.activated.connect(self._on_activated)
+        self.lineEdit().returnPressed.connect(self._on_return)
+        self._specs: list[ModelSpec] = []
 
     def set_models(self, specs: list[ModelSpec]) -> None:
+        self._specs = list(specs)
         current = self.current_id()
         self.blockSignals(True)
         self._items.clear()
@@ -107,6 +113,28 @@ class ModelPicker(QComboBox):
         model_id = self._items.item(row).data(ID_ROLE)
         if model_id:
             self.model_picked.emit(str(model_id))
+
+    def _on_return(self) -> None:
+        """Enter on a typed name that is no item's text: the resolver reads it as the CLI
+        does (an Ollama tag, a Hugging Face id, a file name...)."""
+        text = self.lineEdit().text().strip()
+        if not text or text == self.itemText(self.currentIndex()):
+            return
+        from rigspark_gui.catalog.resolve import resolve
+
+        try:
+            found = resolve(self._specs, text)
+        except RigSparkError as err:
+            self.not_found.emit(str(err))
+            return
+        self.select(found.spec.id)
+        self._filter.set_query("")
+        popup = self._completer.popup()
+        if popup is not None:
+            popup.hide()
+        self.model_picked.emit(found.spec.id)
+        if found.quant is not None and found.quant in found.spec.available_quants:
+            self.quant_named.emit(found.quant)
 
     def _on_completer_activated(self, index: QModelIndex) -> None:
         model_id = index.data(ID_ROLE)

@@ -349,3 +349,34 @@ def test_rank_for_vllm_says_per_model_what_it_cannot_run(capsys) -> None:
     rows = json.loads(out)["models"]
     assert any(r["verdict"] != "no" for r in rows)
     assert all(r["path"] in (None, "gpu", "multi-gpu") for r in rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["llama3.1:8b", "meta-llama/Llama-3.1-8B-Instruct", "llama 3.1 8b", "Llama-3.1-8B"],
+)
+def test_the_names_users_type_plan_the_same_model(capsys, name: str) -> None:
+    rig = ["--rig", "examples/rig-2x3090.json", "--json"]
+    code, out, _ = run(capsys, "plan", "--model", name, *rig)
+    assert code == 0
+    assert json.loads(out)["model_id"] == "llama-3.1-8b-instruct"
+
+
+def test_a_quantization_in_the_name_is_the_plans(capsys) -> None:
+    rig = ["--rig", "examples/rig-2x3090.json", "--json"]
+    code, out, _ = run(capsys, "plan", "--model", "llama3.1:8b-instruct-q3_K_M", *rig)
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["settings"]["quant"] == "Q3_K_M"
+    assert {p["quant"] for p in plan["paths"] if p["quant"]} == {"Q3_K_M"}
+    # an explicit --quant wins over the name's
+    _, out, _ = run(
+        capsys, "plan", "--model", "llama3.1:8b-instruct-q3_K_M", "--quant", "Q8_0", *rig
+    )
+    assert json.loads(out)["settings"]["quant"] == "Q8_0"
+
+
+def test_an_ambiguous_name_is_exit_2_with_candidates(capsys) -> None:
+    code, _, err = run(capsys, "plan", "--model", "phi3.5", "--rig", "examples/rig-2x3090.json")
+    assert code == 2
+    assert err.count("\n") == 1 and "phi-3.5-mini-instruct" in err and "add the size" in err

@@ -351,3 +351,27 @@ def test_paths_show_a_point_with_its_band(qtbot, window) -> None:
     t = _gpu_path(window).throughput
     assert text == f"{t.tok_s:.0f} tok/s ({t.low_tok_s:.0f}–{t.high_tok_s:.0f})"
     assert "calibrated on" in window.paths_tab.table.item(0, 5).toolTip()
+
+
+def test_any_name_a_user_types_in_the_picker_resolves(qtbot, window) -> None:
+    """An Ollama tag with a quantization, typed and entered: that model, that quant."""
+    picker = window.controls.model_picker
+    picker.lineEdit().clear()
+    qtbot.keyClicks(picker.lineEdit(), "llama3.1:8b-instruct-q3_K_M")
+    # the list narrows as the name is typed, as for any other words
+    assert picker.completer().completionModel().rowCount() >= 1
+    qtbot.keyClick(picker.lineEdit(), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.session.spec.id == "llama-3.1-8b-instruct")
+    assert window.session.settings.quant == "Q3_K_M"
+    assert window.controls.quant.currentData() == "Q3_K_M"
+    # a Hugging Face id
+    picker.lineEdit().clear()
+    qtbot.keyClicks(picker.lineEdit(), "Qwen/Qwen3-8B")
+    qtbot.keyClick(picker.lineEdit(), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.session.spec.id == "qwen3-8b")
+    # a name that could be several models says which, and changes nothing
+    picker.lineEdit().clear()
+    qtbot.keyClicks(picker.lineEdit(), "phi3.5")
+    qtbot.keyClick(picker.lineEdit(), Qt.Key.Key_Return)
+    assert window.session.spec.id == "qwen3-8b"
+    assert "phi-3.5-mini-instruct" in window.statusBar().currentMessage()

@@ -405,6 +405,10 @@ def apply_llama_args(
 
 
 def default_model_file(spec: ModelSpec, quant: str) -> str:
+    """The file a command loads: an imported file's own path, else the name a download
+    of this quantization would have."""
+    if spec.imported and spec.source.lower().endswith(".gguf"):
+        return spec.source
     return f"{spec.id}-{quant}.gguf"
 
 
@@ -608,10 +612,11 @@ def ollama_command(
     layout = _simple_layout(engine, placement)
     if isinstance(layout, LaunchCommand):
         return layout
-    path = model_path or default_model_file(spec, quant)
+    # a model already in Ollama's store is built from its tag, not from a file
+    path = spec.ollama_tag or model_path or default_model_file(spec, quant)
     if any(ord(c) < 32 for c in path):
         return _refuse(engine, "the model path holds control characters")
-    tag = _safe_tag(f"{spec.id}-{quant}")
+    tag = _safe_tag(f"{spec.id.removeprefix('file:')}-{quant}")
     modelfile = [
         f"FROM {path}",
         f"PARAMETER num_gpu {layout.ngl}",
