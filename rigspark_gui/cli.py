@@ -170,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_models = sub.add_parser("models", help="list the catalog")
     p_models.add_argument("--json", action="store_true")
     p_models.add_argument("--family", help="only this family (substring)")
+    p_models.add_argument(
+        "--local",
+        action="store_true",
+        help="the models on this computer (Ollama, LM Studio, Hugging Face and llama.cpp "
+        "caches), each read from its file's header",
+    )
+    p_models.add_argument(
+        "--folder", type=Path, action="append", default=[], help="also look in this folder"
+    )
     p_detect = sub.add_parser("detect", help="detect this machine and print the rig")
     p_detect.add_argument("--json", action="store_true")
     p_detect.add_argument("--bandwidth", action="store_true", help="also measure RAM bandwidth")
@@ -215,8 +224,12 @@ def gpu_database() -> GpuDatabase | None:
 
 def load_model(args: argparse.Namespace) -> ModelSpec:
     if args.model is not None:
+        from rigspark_gui.catalog.local_models import find_by_id
         from rigspark_gui.catalog.models import resolve_model
 
+        local = find_by_id(args.model)  # ollama:TAG and the other ids `models --local` prints
+        if local is not None:
+            return local
         found = resolve_model(args.model)
         if found.quant is not None and getattr(args, "quant", None) is None:
             # the quantization named in the model ("llama3.1:8b-instruct-q4_K_M")
@@ -415,6 +428,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    if args.local or args.folder:
+        return _local_models(args)
     from rigspark_gui.catalog.models import load_catalog
 
     catalog = load_catalog()
@@ -436,6 +451,50 @@ def cmd_models(args: argparse.Namespace) -> int:
         moe = f" MoE {g.n_expert_used}/{g.n_expert}" if g.n_expert else ""
         params = f"{e.params_b:g}B" if e.params_b else ""
         print(f"{e.id:<40} {e.family:<14} {params:>7}{moe:<12} ctx {g.context_length:>7}")
+    return EXIT_FITS
+
+
+def _local_models(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.local_models import find_local_models, read_local_model
+    from rigspark_gui.core.errors import RigSparkError
+    from rigspark_gui.core.memory import param_count
+    from rigspark_gui.core.units import gib
+
+    scan = find_local_models(folders=args.folder)
+    rows: list[dict[str, Any]] = []
+    skipped = list(scan.skipped)
+    for m in scan.found:
+        try:
+            spec = read_local_model(m)
+        except (RigSparkError, OSError, ValueError) as err:
+            skipped.append(f"{m.path}: {err}")
+            continue
+        rows.append(
+            {
+                "id": spec.id,
+                "name": m.name,
+                "store": m.store,
+                "path": str(m.path),
+                "size_bytes": m.size_bytes,
+                "quant": spec.available_quants[0],
+                "architecture": spec.geometry.architecture,
+                "params": param_count(spec).total,
+                "context_length": spec.geometry.context_length,
+                "ollama_tag": m.ollama_tag or None,
+            }
+        )
+    for why in skipped:
+        print(f"{PROG}: skipped {why}", file=sys.stderr)
+    if args.json:
+        _emit({"schema_version": 1, "models": rows, "skipped": skipped})
+        return EXIT_FITS
+    if not rows:
+        print("No models found on this computer (Ollama, LM Studio, Hugging Face, llama.cpp).")
+    for r in rows:
+        print(
+            f"{r['name']:<50} {r['store']:<18} {r['quant']:<8} {gib(r['size_bytes']):>10}  "
+            f"{r['architecture']}"
+        )
     return EXIT_FITS
 
 

@@ -164,6 +164,9 @@ class MainWindow(QMainWindow):
         elif detect_on_start:
             # after the window is on screen: the probes' imports would delay its first paint
             self._after_first_paint.append(self.start_detection)
+        self.local_skipped: list[str] = []
+        if detect_on_start:
+            self._after_first_paint.append(self.scan_local_models)
 
     # ------------------------------------------------------------ data
     def _error_later(self, title: str, message: str) -> None:
@@ -204,6 +207,12 @@ class MainWindow(QMainWindow):
         self.import_action.setStatusTip("Plan a .gguf file or a Hugging Face config.json")
         self.import_action.triggered.connect(self._on_import)
         file_menu.addAction(self.import_action)
+        self.add_folder_action = QAction("Add a &models folder…", self)
+        self.add_folder_action.setStatusTip(
+            "Also list the GGUF files in a folder of yours under “On this computer”"
+        )
+        self.add_folder_action.triggered.connect(self._on_add_models_folder)
+        file_menu.addAction(self.add_folder_action)
         file_menu.addSeparator()
         self.open_plan_action = QAction("&Open plan…", self)
         self.open_plan_action.setStatusTip("Show a plan report saved as JSON (read-only)")
@@ -482,6 +491,49 @@ class MainWindow(QMainWindow):
         for p in self._imported_paths():
             if Path(p).exists():
                 self.import_model(Path(p), remember=False, select=False)
+
+    # ------------------------------------------------------------ models on this computer
+    def model_folders(self) -> list[Path]:
+        raw = self.qsettings.value("local/folders", []) or []
+        folders = [raw] if isinstance(raw, str) else list(raw)
+        return [Path(str(f)) for f in folders if str(f)]
+
+    def _on_add_models_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
+        if not folder:
+            return
+        folders = [str(f) for f in self.model_folders()]
+        if folder not in folders:
+            self.qsettings.setValue("local/folders", [*folders, folder])
+        self.scan_local_models()
+
+    @Slot()
+    def scan_local_models(self) -> None:
+        """Ollama's store, LM Studio, the Hugging Face and llama.cpp caches and the user's
+        folders, read header by header on a worker; the picker lists them first."""
+        from rigspark_gui.catalog.local_models import find_local_models, read_all
+
+        folders = self.model_folders()
+        self.statusBar().showMessage("Looking for models on this computer…", 10000)
+
+        def scan() -> tuple[list[ModelSpec], list[str]]:
+            return read_all(find_local_models(folders=folders))
+
+        def done(result: tuple[list[ModelSpec], list[str]]) -> None:
+            specs, skipped = result
+            self.local_skipped = skipped
+            if specs:
+                self.session.add_models(specs)
+            extra = f" ({len(skipped)} unreadable, skipped)" if skipped else ""
+            self.statusBar().showMessage(
+                f"{len(specs)} model{'s' if len(specs) != 1 else ''} on this computer{extra}",
+                10000,
+            )
+
+        def failed(err: Exception, _details: str) -> None:
+            self.statusBar().showMessage(f"Looking for models failed: {err}", 15000)
+
+        run_in_background(self, scan, done, failed)
 
     # ------------------------------------------------------------ reports
     def _on_export_report(self) -> None:

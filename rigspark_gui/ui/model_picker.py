@@ -17,6 +17,7 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.units import param_text, tokens
 from rigspark_gui.ui.word_filter import WordFilterProxy
 
+LOCAL_FAMILY = "On this computer"
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -80,7 +81,8 @@ class ModelPicker(QComboBox):
         by_family: dict[str, list[ModelSpec]] = {}
         for s in specs:
             by_family.setdefault(s.family or "Imported", []).append(s)
-        for family in sorted(by_family, key=str.lower):
+        # the models already on this computer first, then the catalog by family
+        for family in sorted(by_family, key=lambda f: (f != LOCAL_FAMILY, f.lower())):
             header = QStandardItem(f"— {family} —")
             header.setFlags(Qt.ItemFlag.NoItemFlags)
             self._items.appendRow(header)

@@ -48,7 +48,11 @@ class PlannerSession(QObject):
         return self._specs.get(model_id)
 
     def add_model(self, spec: ModelSpec) -> None:
-        self._specs[spec.id] = spec
+        self.add_models([spec])
+
+    def add_models(self, specs: list[ModelSpec]) -> None:
+        for spec in specs:
+            self._specs[spec.id] = spec
         self.models_changed.emit()
 
     def set_model(self, model_id: str) -> None:
