@@ -104,10 +104,16 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--model",
         metavar="NAME",
         help="a catalog model by id or name, Ollama tag (llama3.1:8b) or Hugging Face id "
-        "(org/repo[:QUANT]); a quantization in the name is used (see `models`)",
+        "(org/repo[:QUANT]); a quantization in the name is used (see `models`); "
+        "hf:REPO[:QUANT] reads that repository's GGUF header over the network",
     )
     src.add_argument(
         "--model-file", metavar="PATH", type=Path, help="a .gguf, an HF config.json or its folder"
+    )
+    src.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="a GGUF on the web: only its header is read (range requests), then cached",
     )
     p.add_argument("--quant", help="fixed quantization (default: the best that fits)")
     _add_setting_args(p)
@@ -223,6 +229,10 @@ def gpu_database() -> GpuDatabase | None:
 
 
 def load_model(args: argparse.Namespace) -> ModelSpec:
+    if getattr(args, "model_url", None) is not None or (
+        args.model is not None and args.model.startswith("hf:")
+    ):
+        return _remote_model(args)
     if args.model is not None:
         from rigspark_gui.catalog.local_models import find_by_id
         from rigspark_gui.catalog.models import resolve_model
@@ -256,6 +266,20 @@ def load_model(args: argparse.Namespace) -> ModelSpec:
         result = import_hf_config(path)
         return getattr(result, "spec", result)  # type: ignore[no-any-return]
     raise ModelImportError(f"{path.name}: expected a .gguf file, a config.json or its folder")
+
+
+def _remote_model(args: argparse.Namespace) -> ModelSpec:
+    """The one place the CLI uses the network: the user named a remote model."""
+    from rigspark_gui.catalog.remote import model_from_hf, model_from_url
+    from rigspark_gui.user_dirs import cache_dir
+
+    def progress(text: str) -> None:
+        print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+    cache = cache_dir()
+    if args.model_url is not None:
+        return model_from_url(args.model_url, cache, progress)
+    return model_from_hf(args.model, cache, progress)
 
 
 def load_rig_arg(args: argparse.Namespace) -> Rig:

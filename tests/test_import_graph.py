@@ -50,7 +50,8 @@ def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str]) -> None
         from rigspark_gui.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
             main({[*argv, "--json"]!r})
-        heavy = {list(HEAVY)!r} + ["rigspark_gui.calibrate.synth", "rigspark_gui.ui"]
+        heavy = {list(HEAVY)!r} + ["rigspark_gui.calibrate.synth", "rigspark_gui.ui",
+                                   "huggingface_hub", "rigspark_gui.catalog.remote"]
         print(json.dumps({{"loaded": [m for m in heavy if m in sys.modules]}}))
         """
     )

@@ -211,7 +211,7 @@ def _size(path: Path) -> int:
 
 
 def _gguf_files(root: Path, store: str) -> list[LocalModel]:
-    out = []
+    out: list[LocalModel] = []
     for path in _walk(root):
         if path.suffix.lower() != ".gguf" or not _first_shard(path):
             continue
@@ -225,7 +225,7 @@ def _gguf_files(root: Path, store: str) -> list[LocalModel]:
 
 
 def _hf_cache(root: Path, scan: Scan) -> list[LocalModel]:
-    out = []
+    out: list[LocalModel] = []
     try:
         repos = sorted(p for p in root.iterdir() if p.name.startswith("models--"))
     except OSError:
@@ -264,7 +264,7 @@ def _stat_size(path: Path) -> int:
 
 
 def _ollama(root: Path, scan: Scan) -> list[LocalModel]:
-    out = []
+    out: list[LocalModel] = []
     manifests = root / "manifests"
     if not manifests.is_dir():
         return out

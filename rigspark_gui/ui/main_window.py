@@ -207,6 +207,12 @@ class MainWindow(QMainWindow):
         self.import_action.setStatusTip("Plan a .gguf file or a Hugging Face config.json")
         self.import_action.triggered.connect(self._on_import)
         file_menu.addAction(self.import_action)
+        self.open_remote_action = QAction("Open from &Hugging Face or a URL…", self)
+        self.open_remote_action.setStatusTip(
+            "Plan a GGUF on the web from its header alone (a few MB, not the whole file)"
+        )
+        self.open_remote_action.triggered.connect(self._on_open_remote)
+        file_menu.addAction(self.open_remote_action)
         self.add_folder_action = QAction("Add a &models folder…", self)
         self.add_folder_action.setStatusTip(
             "Also list the GGUF files in a folder of yours under “On this computer”"
@@ -456,6 +462,56 @@ class MainWindow(QMainWindow):
         )
         if path:
             self.import_model(Path(path))
+
+    def _on_open_remote(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        text, ok = QInputDialog.getText(
+            self,
+            "Open from Hugging Face or a URL",
+            "A Hugging Face repository with its quantization (owner/name:Q4_K_M),\n"
+            "or the URL of a .gguf file. Only the file's header is read.",
+        )
+        if ok and text.strip():
+            self.open_remote(text.strip())
+
+    def open_remote(self, text: str) -> None:
+        """Read a remote model's header on a worker, with a busy dialog that can cancel
+        (the answer is then dropped); the header is cached for later plans."""
+        from PySide6.QtWidgets import QProgressDialog
+
+        from rigspark_gui.catalog.remote import model_from_hf, model_from_url
+        from rigspark_gui.user_dirs import cache_dir
+
+        is_url = text.startswith(("http://", "https://")) and not text.startswith(
+            ("https://huggingface.co/", "https://www.huggingface.co/")
+        )
+        ref = text if is_url else "hf:" + text.removeprefix("hf:").split("huggingface.co/")[-1]
+        busy = QProgressDialog(f"Reading the header of {text}…", "Cancel", 0, 0, self)
+        busy.setWindowTitle("Open from the web")
+        busy.setMinimumDuration(300)
+        self.remote_progress = busy
+        cache = cache_dir()
+
+        def fetch() -> ModelSpec:
+            return model_from_url(ref, cache) if is_url else model_from_hf(ref, cache)
+
+        def done(spec: ModelSpec) -> None:
+            cancelled = busy.wasCanceled()
+            busy.reset()
+            if cancelled:
+                return
+            self.session.add_model(spec)
+            self.session.set_model(spec.id)
+            self.statusBar().showMessage(f"Planned {spec.name} from its header", 8000)
+
+        def failed(err: Exception, _details: str) -> None:
+            cancelled = busy.wasCanceled()
+            busy.reset()
+            if not cancelled:
+                dialogs.show_error(self, "Open from the web", str(err))
+
+        run_in_background(self, fetch, done, failed)
 
     def import_model(self, path: Path, *, remember: bool = True, select: bool = True) -> None:
         self.statusBar().showMessage(f"Reading {path.name}…")
