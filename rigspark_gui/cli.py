@@ -212,6 +212,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p_export)
     p_export.add_argument("--format", choices=("html", "pdf", "md", "json"), default="html")
     p_export.add_argument("-o", "--output", type=Path, required=True)
+    p_rec = sub.add_parser(
+        "reconcile",
+        help="predicted vs actual: what llama.cpp allocated per device in its log, "
+        "against RigSpark's plan for the same settings",
+        description="Reads a llama.cpp / llama-server / llama-cli load log, an Ollama server "
+        "log or llama-bench output (text, JSON, CSV), plans the settings it shows and prints "
+        "each buffer per device, predicted and actual, with why they differ.",
+    )
+    p_rec.add_argument("log", type=Path, metavar="LOG")
+    rec_src = p_rec.add_mutually_exclusive_group()
+    rec_src.add_argument("--model", metavar="NAME", help="the model (default: the log's file)")
+    rec_src.add_argument("--model-file", metavar="PATH", type=Path)
+    p_rec.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
+    p_rec.add_argument("--json", action="store_true")
     return parser
 
 
@@ -623,7 +637,47 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_FITS if report.recommended is not None else EXIT_NO_FIT
 
 
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.errors import ModelImportError
+    from rigspark_gui.reconcile import (
+        format_reconciliation,
+        parse_llama_log,
+        read_log_text,
+        reconcile_log,
+    )
+
+    log = parse_llama_log(read_log_text(args.log))
+    args.model_url = None
+    if args.model is None and args.model_file is None:
+        named = Path(log.model_path) if log.model_path else None
+        if named is None or not named.is_file():
+            where = f" ({log.model_path})" if log.model_path else ""
+            raise ModelImportError(
+                f"the log's model file{where} is not on this computer: name the model with "
+                "--model or --model-file"
+            )
+        args.model_file = named
+    spec = load_model(args)
+    result = reconcile_log(log, spec, load_rig_arg(args), load_perf())
+    if args.json:
+        data = result.model_dump(mode="json", exclude={"log"})
+        data["rows"] = [
+            {
+                **r.model_dump(mode="json"),
+                "difference_bytes": r.difference_bytes,
+                "status": r.status,
+            }
+            for r in result.rows
+        ]
+        _emit({"schema_version": 1, **data})
+    else:
+        print(format_reconciliation(result))
+    return EXIT_FITS
+
+
 COMMANDS = {
+    "reconcile": cmd_reconcile,
     "plan": cmd_plan,
     "place": cmd_place,
     "rank": cmd_rank,

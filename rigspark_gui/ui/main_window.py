@@ -213,6 +213,12 @@ class MainWindow(QMainWindow):
         )
         self.open_remote_action.triggered.connect(self._on_open_remote)
         file_menu.addAction(self.open_remote_action)
+        self.reconcile_action = QAction("&Reconcile with a llama.cpp log…", self)
+        self.reconcile_action.setStatusTip(
+            "Predicted vs actual: every buffer llama.cpp allocated per device, against this plan"
+        )
+        self.reconcile_action.triggered.connect(self._on_reconcile)
+        file_menu.addAction(self.reconcile_action)
         self.add_folder_action = QAction("Add a &models folder…", self)
         self.add_folder_action.setStatusTip(
             "Also list the GGUF files in a folder of yours under “On this computer”"
@@ -462,6 +468,71 @@ class MainWindow(QMainWindow):
         )
         if path:
             self.import_model(Path(path))
+
+    def _on_reconcile(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Reconcile with a llama.cpp log", str(Path.home()),
+            "Logs (*.log *.txt *.json *.csv *.md);;All files (*)",
+        )  # fmt: skip
+        if path:
+            self.reconcile_log(Path(path))
+
+    def reconcile_log(self, path: Path) -> None:
+        """Read a llama.cpp log on a worker and show its buffers next to the plan's: the
+        log's model file when it is on this computer, else the model on screen."""
+        from rigspark_gui.reconcile import (
+            format_reconciliation,
+            parse_llama_log,
+            read_log_text,
+            reconcile_log,
+        )
+
+        current, rig, perf = self.session.spec, self.session.rig, self.session.perf
+        if rig is None:
+            dialogs.show_error(self, "Reconcile", "There is no rig yet: detect or open one.")
+            return
+
+        def work() -> str:
+            log = parse_llama_log(read_log_text(path))
+            spec, note = current, ""
+            named = Path(log.model_path) if log.model_path else None
+            if named is not None and named.is_file():
+                spec = _import_model_file(named)
+            elif current is not None:
+                note = (
+                    f"The log's model file ({log.model_path or 'not named'}) is not on this "
+                    f"computer: compared with {current.name}, the model on screen.\n\n"
+                )
+            if spec is None:
+                raise RigSparkError("choose the log's model first: its file is not here")
+            return note + format_reconciliation(reconcile_log(log, spec, rig, perf))
+
+        def done(text: str) -> None:
+            self._show_text(f"Predicted vs actual: {path.name}", text)
+
+        def failed(err: Exception, _details: str) -> None:
+            dialogs.show_error(self, "Reconcile", str(err))
+
+        run_in_background(self, work, done, failed)
+
+    def _show_text(self, title: str, text: str) -> None:
+        from PySide6.QtGui import QFontDatabase
+        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit
+
+        dialog = QDialog(self)
+        dialog.setWindowTitle(title)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.resize(900, 500)
+        view = QPlainTextEdit(text, dialog)
+        view.setReadOnly(True)
+        view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
+        buttons.rejected.connect(dialog.close)
+        box = QVBoxLayout(dialog)
+        box.addWidget(view)
+        box.addWidget(buttons)
+        self.text_dialog, self.text_view = dialog, view
+        dialog.show()
 
     def _on_open_remote(self) -> None:
         from PySide6.QtWidgets import QInputDialog

@@ -1,0 +1,50 @@
+"""Predicted against actual: read a llama.cpp load log or llama-bench output and compare
+RigSpark's plan for the same model, rig and settings with what llama.cpp allocated."""
+
+from rigspark_gui.reconcile.compare import (
+    KIND_LABELS,
+    ROUNDING_BYTES,
+    BufferRow,
+    Reconciliation,
+    SpeedRow,
+    format_reconciliation,
+    reconcile,
+    reconcile_log,
+)
+from rigspark_gui.reconcile.llama_log import (
+    MAX_LOG_BYTES,
+    BenchRow,
+    BufferKind,
+    FlashAttn,
+    LlamaLog,
+    LogBuffer,
+    LogDevice,
+    LogReadError,
+    buffer_device,
+    parse_llama_log,
+    quant_label,
+    read_log_text,
+)
+
+__all__ = [
+    "KIND_LABELS",
+    "MAX_LOG_BYTES",
+    "ROUNDING_BYTES",
+    "BenchRow",
+    "BufferKind",
+    "BufferRow",
+    "FlashAttn",
+    "LlamaLog",
+    "LogBuffer",
+    "LogDevice",
+    "LogReadError",
+    "Reconciliation",
+    "SpeedRow",
+    "buffer_device",
+    "format_reconciliation",
+    "parse_llama_log",
+    "quant_label",
+    "read_log_text",
+    "reconcile",
+    "reconcile_log",
+]
