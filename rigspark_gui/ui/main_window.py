@@ -776,14 +776,24 @@ class MainWindow(QMainWindow):
         self.report_dialog, self.report_browser = dialog, browser
         dialog.show()
 
+    def _resolve(self, name: str) -> ModelSpec | None:
+        """A model named the way people name them (the resolver the CLI uses)."""
+        from rigspark_gui.catalog.resolve import resolve
+
+        try:
+            return resolve(self.session.specs, name).spec
+        except RigSparkError:
+            return None
+
     def restore_plan(self, report: object) -> None:
         """Plan a shared report's rig, model and settings here."""
         from rigspark_gui.report.model import PlanReport
 
         assert isinstance(report, PlanReport)
         self.rig_panel.use_rig(report.rig, f"the rig of “{report.title}”")
-        if self.session.spec_by_id(report.model.id) is not None:
-            self.session.set_model(report.model.id)
+        known = self.session.spec_by_id(report.model.id) or self._resolve(report.model.name)
+        if known is not None:
+            self.session.set_model(known.id)
             note = ""
         else:
             note = (
