@@ -358,13 +358,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     spec = load_model(args)
     s = settings_from(args)
     rig = load_rig_arg(args)
-    result = plan(spec, rig, s, load_perf(), kv_pairs=args.kv_compare)
+    perf = load_perf()
+    result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare)
+    from rigspark_gui.catalog.quality import load_quality
+    from rigspark_gui.core.suggest import suggest
+
+    ideas = suggest(spec, rig, s, perf, load_quality())
     if args.json:
-        _emit(result.model_dump(mode="json"))
+        data = result.model_dump(mode="json")
+        data["suggestions"] = [i.model_dump(mode="json") for i in ideas]
+        _emit(data)
     else:
-        from rigspark_gui.report.text import format_plan
+        from rigspark_gui.report.text import format_plan, format_suggestions
 
         print(format_plan(result))
+        if ideas:
+            print(format_suggestions(ideas))
     return EXIT_FITS if result.recommended is not None else EXIT_NO_FIT
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, QuantFile
@@ -37,13 +38,16 @@ class CatalogEntry(BaseModel):
     published: dict[str, QuantFile] = Field(default_factory=dict)
 
     def quants(self) -> tuple[str, ...]:
+        return self._quant_list()[0]
+
+    def _quant_list(self) -> tuple[tuple[str, ...], dict[str, str]]:
         full = "F16" if self.native_dtype == "float16" else "BF16"
         if self.native_dtype == "mxfp4":
-            return ("MXFP4",)  # released quantized: other mixes re-quantize, not improve
-        return (full, *STANDARD_QUANTS)
+            return ("MXFP4",), {}  # released quantized: other mixes re-quantize, not improve
+        return synthesized_quants(full)
 
     def to_spec(self) -> ModelSpec:
-        quants = self.quants()
+        quants, dominated = self._quant_list()
         published = {q: f for q, f in self.published.items() if q in quants}
         return ModelSpec(
             id=self.id,
@@ -51,6 +55,8 @@ class CatalogEntry(BaseModel):
             family=self.family,
             geometry=self.geometry,
             quants=quants,
+            dominated=dominated,
+            quality=quality_of(quants),
             published=published,
             source=self.source,
             hf_repo=self.hf_repo,

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from rigspark_gui.core.errors import InvalidModelError
+from rigspark_gui.core.frozen import Frozen
 from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
+from rigspark_gui.core.quality import QuantQuality
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+__all__ = [
+    "Frozen",
+    "Geometry",
+    "ModelSpec",
+    "QuantFile",
+    "TensorGroup",
+    "TensorInfo",
+    "require_quant",
+]
 
 
 class Geometry(Frozen):
@@ -147,6 +155,13 @@ class ModelSpec(Frozen):
     )
     file_quant: str | None = Field(default=None, description="quant label of an imported file")
     quants: tuple[str, ...] = Field(default=(), description="quantizations available, best first")
+    dominated: dict[str, str] = Field(
+        default_factory=dict,
+        description="quantizations Auto never picks: quant -> a smaller one of better quality",
+    )
+    quality: dict[str, QuantQuality] = Field(
+        default_factory=dict, description="measured quality cost of each quantization"
+    )
     published: dict[str, QuantFile] = Field(default_factory=dict)
     cpu_only_quants: tuple[str, ...] = Field(default=(), description="BitNet-style, CPU only")
     source: str = Field(default="", description="where it came from: config, file or URL")
@@ -169,6 +184,11 @@ class ModelSpec(Frozen):
         if self.tensors is not None:
             return (self.file_quant or "file",)
         return self.quants
+
+    @property
+    def auto_quants(self) -> tuple[str, ...]:
+        """What Auto tries, best quality first: every quantization but dominated ones."""
+        return tuple(q for q in self.available_quants if q not in self.dominated)
 
 
 def require_quant(spec: ModelSpec, quant: str) -> str:

@@ -37,6 +37,7 @@ from rigspark_gui.core.placement import (
     llama_cpp_ranges,
     uniform_placement,
 )
+from rigspark_gui.core.quality import QuantQuality
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import (
@@ -111,6 +112,7 @@ class QuantOption(Frozen):
     quant: str
     required_bytes: int
     tok_s: float | None = Field(description="decode point estimate; None when unknown")
+    quality: QuantQuality | None = Field(default=None, description="its measured quality cost")
 
 
 class PathPlan(Frozen):
@@ -137,6 +139,9 @@ class PathPlan(Frozen):
         default=(), description="every quantization that fits on this path, best quality first"
     )
     choice: str = Field(default="", description="why this quantization, in one sentence")
+    quality: QuantQuality | None = Field(
+        default=None, description="the quantization's measured quality cost, with its basis"
+    )
 
     @property
     def tok_s(self) -> float | None:
@@ -371,7 +376,7 @@ def _surely_too_big(layout: WeightsLayout, kv_bytes: int, bound: int, cand: Path
 def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list[str]:
     if s.quant is not None:
         return [s.quant]
-    quants = [q for q in spec.available_quants]
+    quants = list(spec.auto_quants)
     if cand.name is not PathName.CPU:
         quants = [q for q in quants if q not in spec.cpu_only_quants]
     return quants
@@ -531,7 +536,12 @@ def search_path(
     shown = chosen[0] if chosen is not None else last
     assert shown is not None
     ladder = tuple(
-        QuantOption.model_construct(quant=tr.quant, required_bytes=tr.m.required, tok_s=_tok_s(t))
+        QuantOption.model_construct(
+            quant=tr.quant,
+            required_bytes=tr.m.required,
+            tok_s=_tok_s(t),
+            quality=spec.quality.get(tr.quant),
+        )
         for tr, t in fitting
     )
     time = chosen[1] if chosen is not None else None
@@ -601,6 +611,7 @@ def plan_path(
         file_bytes=file_bytes,
         ladder=search.ladder,
         choice=search.choice,
+        quality=spec.quality.get(shown.quant),
     )
     return plan, shown.layout
 

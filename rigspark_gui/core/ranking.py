@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from pydantic import Field
+
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
@@ -50,6 +52,7 @@ class RankedModel(Frozen):
     low_tok_s: float | None
     high_tok_s: float | None
     note: str = ""
+    quality: str = Field(default="", description="the quantization's quality cost in words")
 
 
 def _first_fit(
@@ -136,6 +139,7 @@ def rank_model(
     return RankedModel(
         **base, verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
         quant=best.quant, required_bytes=best.trial.m.required,
+        quality=q.label if (q := spec.quality.get(best.quant or "")) is not None else "",
         tok_s=t.tok_s if t else None, low_tok_s=t.low_tok_s if t else None,
         high_tok_s=t.high_tok_s if t else None, note=note,
     )  # fmt: skip

@@ -25,6 +25,7 @@ from rigspark_gui.core.plan import KvComparisonRow, plan
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import MIB
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 
@@ -97,6 +98,9 @@ class PlanReport(Frozen):
     kv_chart: KvChart
     notes: tuple[str, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
+    suggestions: tuple[Suggestion, ...] = Field(
+        default=(), description="the smallest changes that buy a better quantization or path"
+    )
 
 
 def _bytes_text(n: int | None) -> str:
@@ -238,9 +242,12 @@ def build_report(
     title: str | None = None,
     placement: Placement | None = None,
 ) -> PlanReport:
-    """The report of one plan, computed by the engine only (no clock, no files).
-    `placement`: one the user edited by hand, reported (with its loads and commands)
-    instead of the plan's."""
+    """The report of one plan, computed by the engine only (no clock). `placement`: one
+    the user edited by hand, reported (with its loads and commands) instead of the
+    plan's. The suggestions use the measured quality table (data/quant_quality.json)."""
+    from rigspark_gui.catalog.quality import load_quality
+    from rigspark_gui.core.suggest import suggest
+
     if kv_pairs not in ("common", "all"):
         raise ReportError(f"kv_pairs must be 'common' or 'all', not {kv_pairs!r}")
     result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs)
@@ -295,6 +302,7 @@ def build_report(
         kv_pairs=kv_pairs,
         kv_comparison=result.kv_comparison,
         launch_commands=commands,
+        suggestions=suggest(spec, rig, result.settings, perf, load_quality()),
         fit_chart=fit_chart(result),
         kv_chart=kv_memory_chart(spec, result, KV_CHART_TYPES),
         notes=result.notes,

@@ -11,7 +11,7 @@ from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, units_span
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
-from rigspark_gui.report.text import auto_rule
+from rigspark_gui.report.text import auto_rule, suggestion_line
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,9 @@ def summary(report: PlanReport) -> str:
     t = rec.throughput
     speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s)
     text = (
-        f"Recommended: {path_label(rec)} at {rec.quant}, using {gib(rec.required_bytes)} of "
+        f"Recommended: {path_label(rec)} at {rec.quant}"
+        f"{f' ({rec.quality.words})' if rec.quality is not None else ''}, "
+        f"using {gib(rec.required_bytes)} of "
         f"{gib(rec.usable_bytes)} usable; decode {speed} ({t.basis}). "
         f"Chosen by {auto_rule(report.settings)}."
     )
@@ -139,6 +141,7 @@ def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
                 star + path_label(p),
                 fit,
                 p.quant or "—",
+                p.quality.label.split(" · ", 1)[1] if p.quality else "—",
                 gib(p.required_bytes),
                 gib(p.usable_bytes),
                 gib(p.shortfall_bytes) if p.shortfall_bytes else "—",
@@ -248,6 +251,7 @@ def report_blocks(report: PlanReport) -> list[Block]:
                 "Path",
                 "Fit",
                 "Quant",
+                "Quality cost",
                 "Required",
                 "Usable",
                 "Shortfall",
@@ -257,7 +261,7 @@ def report_blocks(report: PlanReport) -> list[Block]:
                 "ngl",
             ),
             _path_rows(report),
-            numeric=frozenset({3, 4, 5, 7, 8, 9}),
+            numeric=frozenset({4, 5, 6, 8, 9, 10}),
             name="paths",
         ),
         Para(
@@ -268,6 +272,12 @@ def report_blocks(report: PlanReport) -> list[Block]:
         ),
         Chart("fit", "Memory per path: weights, KV cache, compute buffer and reserve"),
     ]
+    rec = next((p for p in report.paths if p.path is report.recommended), None)
+    if rec is not None and rec.quality is not None:
+        blocks.append(Para(f"Quality cost of {rec.quant}: {rec.quality.basis}."))
+    if report.suggestions:
+        blocks.append(Heading("What would it take"))
+        blocks.append(Bullets(tuple(suggestion_line(i) for i in report.suggestions)))
     if report.notes:
         blocks.append(Bullets(tuple(f"Note: {n}" for n in report.notes)))
     blocks.append(Heading("KV cache precision"))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.ranking import RankedModel, Verdict
 from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
 
 
@@ -20,7 +23,11 @@ def path_label(p: PathPlan) -> str:
 
 def path_summary(p: PathPlan) -> str:
     if p.fits:
-        text = f"{p.verdict.value} {p.quant} using {gib(p.required_bytes)} of {gib(p.usable_bytes)}"
+        loss = f" ({p.quality.words})" if p.quality is not None else ""
+        text = (
+            f"{p.verdict.value} {p.quant}{loss} using {gib(p.required_bytes)} of "
+            f"{gib(p.usable_bytes)}"
+        )
         if p.path is PathName.CPU_OFFLOAD and p.ngl is not None:
             text += f" (-ngl {p.ngl})"
     elif p.shortfall_bytes is not None:
@@ -72,6 +79,8 @@ def format_plan(plan: Plan) -> str:
         rec = next(p for p in plan.paths if p.path is plan.recommended)
         if rec.choice:
             lines.append(f"  {rec.choice}")
+        if rec.quality is not None:
+            lines.append(f"  Quality: {rec.quality.label} ({rec.quality.basis})")
         if len(rec.ladder) > 1:
             rungs = ", ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in rec.ladder)
             lines.append(f"  Fits on this path: {rungs}")
@@ -139,4 +148,17 @@ def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> s
     fits = sum(1 for r in rows if r.verdict is Verdict.FITS)
     slow = sum(1 for r in rows if r.verdict is Verdict.SLOW)
     lines += ["", f"{fits} of {len(rows)} models fit; {slow} more fit but run slowly."]
+    return "\n".join(lines)
+
+
+def suggestion_line(i: Suggestion) -> str:
+    """'K/V cache at q8_0 → IQ4_NL · small loss on multi-gpu, 20 tok/s (cost: ...)'."""
+    q = i.quality.label if i.quality is not None else i.quant
+    speed = f", {speed_text(i.tok_s)}" if i.tok_s is not None else ""
+    return f"{i.change} → {q} on {i.path}{speed} (cost: {i.cost})"
+
+
+def format_suggestions(ideas: Sequence[Suggestion]) -> str:
+    lines = ["", "What would it take (smallest changes first):"]
+    lines += [f"  - {suggestion_line(i)}" for i in ideas]
     return "\n".join(lines)

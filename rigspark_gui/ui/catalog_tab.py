@@ -70,7 +70,7 @@ class RankingModel(QAbstractTableModel):
                 param_text(r.params),
                 VERDICT_TEXT[r.verdict],
                 r.path.value if r.path else "–",
-                r.quant or "–",
+                r.quality.split(" · KLD")[0] if r.quality else r.quant or "–",
                 gib(r.required_bytes) if r.required_bytes else "–",
                 speed_text(r.tok_s, r.low_tok_s, r.high_tok_s) if r.tok_s else "–",
             )[c]
@@ -88,6 +88,8 @@ class RankingModel(QAbstractTableModel):
         if role == ID_ROLE:
             return r.model_id
         if role == Qt.ItemDataRole.ToolTipRole:
+            if c == 5 and r.quality:
+                return r.quality
             return r.note or r.model_id
         if role == Qt.ItemDataRole.ForegroundRole and c == 3:
             colour = {

@@ -26,6 +26,7 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.model_picker import ModelPicker
+from rigspark_gui.ui.quant_combo import QuantCombo
 from rigspark_gui.ui.session import PlannerSession
 
 PRESETS = (("4K", 4096), ("8K", 8192), ("32K", 32768), ("128K", 131072))
@@ -74,7 +75,7 @@ class ControlsBar(QWidget):
         self.model_picker.model_picked.connect(session.set_model)
         self.model_picker.quant_named.connect(lambda q: session.update_settings(quant=q))
 
-        self.quant = QComboBox()
+        self.quant = QuantCombo()
         self.quant.setToolTip(
             "Auto picks the best quality that fits and reaches the minimum speed "
             "(else the fastest that fits); or fix one quantization"
@@ -259,10 +260,7 @@ class ControlsBar(QWidget):
             for label, n in PRESETS:
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
-            self.quant.clear()
-            self.quant.addItem("Auto", "")
-            for q in spec.available_quants:
-                self.quant.addItem(q, q)
+            self.quant.set_model(spec)
         finally:
             self._syncing = False
         self.show_settings(self.session.settings)

@@ -153,6 +153,14 @@ class MainWindow(QMainWindow):
         self.rig_panel.redetect_requested.connect(self.start_detection)
 
         self._after_first_paint: list[Callable[[], None]] = []
+        self._applied: tuple[PlanSettings, Rig, str] | None = None
+        self._suggest_key: object = None
+        self._suggest_timer = QTimer(self)
+        self._suggest_timer.setSingleShot(True)
+        self._suggest_timer.setInterval(300)
+        self._suggest_timer.timeout.connect(self._suggest_now)
+        self.paths_tab.suggestion_chosen.connect(self.apply_suggestion)
+        self.paths_tab.undo_requested.connect(self.undo_suggestion)
         self._restore_choices()
         self._restore_imported()
         self._restore_layout()
@@ -416,6 +424,74 @@ class MainWindow(QMainWindow):
         rig_notes = set(self.session.rig.notes) if self.session.rig is not None else set()
         self.paths_tab.show_plan(plan, warnings=[n for n in plan.notes if n not in rig_notes])
         self._refresh_visible_tab()
+        self._suggest_timer.start()  # after the controls settle: it plans a few variants
+
+    # ------------------------------------------------------------ what would it take
+    def _suggest_now(self) -> None:
+        from rigspark_gui.catalog.quality import load_quality
+        from rigspark_gui.core.suggest import suggest
+
+        spec, rig, s, perf = (
+            self.session.spec,
+            self.session.rig,
+            self.session.settings,
+            self.session.perf,
+        )
+        if spec is None or rig is None:
+            return
+        key = (spec.id, rig, s)
+        self._suggest_key = key
+
+        def done(ideas: object) -> None:
+            if self._suggest_key == key:  # the inputs have not moved on since
+                self.paths_tab.show_suggestions(ideas, self._undo_text())  # type: ignore[arg-type]
+
+        def failed(err: Exception, _details: str) -> None:
+            self.paths_tab.show_suggestions((), self._undo_text())
+
+        run_in_background(self, lambda: suggest(spec, rig, s, perf, load_quality()), done, failed)
+
+    def _undo_text(self) -> str:
+        return f"Applied: {self._applied[2]}." if self._applied is not None else ""
+
+    def apply_suggestion(self, idea: object) -> None:
+        """One click: the change a suggestion names, undoable from the same line."""
+        from rigspark_gui.core.rig import GIB
+        from rigspark_gui.core.suggest import Suggestion
+
+        assert isinstance(idea, Suggestion)
+        rig = self.session.rig
+        if rig is None:
+            return
+        self._applied = (self.session.settings, rig, idea.change)
+        if idea.rig_change == "add_gpu" and rig.gpus:
+            twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
+            self.rig_panel.use_rig(
+                rig.model_copy(update={"gpus": (*rig.gpus, twin)}), f"a what-if: {idea.change}"
+            )
+        elif idea.rig_change.startswith("add_ram:"):
+            extra = int(idea.rig_change.removeprefix("add_ram:"))
+            avail = rig.ram_available_bytes
+            more = rig.model_copy(
+                update={
+                    "ram_total_bytes": rig.ram_total_bytes + extra,
+                    "ram_available_bytes": avail + extra if avail is not None else None,
+                }
+            )
+            self.rig_panel.use_rig(more, f"a what-if: {extra // GIB} GiB more RAM")
+        if idea.settings:
+            self.session.update_settings(**idea.settings)
+        self.statusBar().showMessage(f"Applied: {idea.change} (Undo beside the suggestions)", 8000)
+
+    def undo_suggestion(self) -> None:
+        if self._applied is None:
+            return
+        settings, rig, _what = self._applied
+        self._applied = None
+        if rig != self.session.rig:
+            self.rig_panel.use_rig(rig, "the rig from before the suggestion")
+        self.session.update_settings(**dict(settings))
+        self.statusBar().showMessage("Undone.", 5000)
 
     def _on_plan_failed(self, message: str) -> None:
         self.problem.setText(message)

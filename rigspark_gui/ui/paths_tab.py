@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
+    QLabel,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.chart_spec import COLOURS, FitChart, SpeedChart, fit_chart, speed_chart
 from rigspark_gui.core.paths import PathPlan
 from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import gib, seconds_text, speed_text
 
 if TYPE_CHECKING:
@@ -49,7 +51,10 @@ def ladder_tip(p: PathPlan) -> str:
     """The path's quality/speed ladder for a tooltip: every quantization that fits."""
     if not p.ladder:
         return ""
-    lines = [f"  {o.quant:<8} {speed_text(o.tok_s)}" for o in p.ladder]
+    lines = [
+        f"  {o.quant:<8} {speed_text(o.tok_s)}" + (f"  {o.quality.words}" if o.quality else "")
+        for o in p.ladder
+    ]
     return "\nFits on this path (best quality first):\n" + "\n".join(lines)
 
 
@@ -66,9 +71,23 @@ def _speed_widget() -> SpeedChartWidget:
 
 
 class PathsTab(QWidget):
+    suggestion_chosen = Signal(object)  # Suggestion
+    undo_requested = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.summary = SteadyLabel()
+        # what would it take: a few changes that buy a better quantization, one click each
+        self.suggestions = QLabel()
+        self.suggestions.setWordWrap(True)
+        self.suggestions.setTextFormat(Qt.TextFormat.RichText)
+        self.suggestions.setTextInteractionFlags(
+            Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
+        )
+        self.suggestions.linkActivated.connect(self._on_suggestion_link)
+        self.suggestions.hide()
+        self.ideas: tuple[Suggestion, ...] = ()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -91,6 +110,7 @@ class PathsTab(QWidget):
         split.setSizes([300, 200])
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
+        layout.addWidget(self.suggestions)
         layout.addWidget(split, 1)
 
     @property
@@ -109,17 +129,47 @@ class PathsTab(QWidget):
         if self._speed_spec is not None:
             chart.show_chart(self._speed_spec)
 
+    def show_suggestions(self, ideas: Sequence[Suggestion], undo_text: str = "") -> None:
+        """Under the verdict: each change with what it buys and costs, a link to apply it."""
+        self.ideas = tuple(ideas)
+        parts = []
+        for i, idea in enumerate(self.ideas):
+            q = idea.quality.words if idea.quality is not None else ""
+            buys = f"{idea.quant}" + (f" — {q}" if q else "") + f" on {idea.path}"
+            if idea.tok_s is not None:
+                buys += f", {speed_text(idea.tok_s)}"
+            parts.append(
+                f"<a href='apply:{i}'>{escape(idea.change)}</a> → {escape(buys)} "
+                f"<span style='color:gray'>({escape(idea.cost)})</span>"
+            )
+        html = ""
+        if parts:
+            html = "<b>What would it take:</b> " + " &nbsp;·&nbsp; ".join(parts)
+        if undo_text:
+            html += ("<br>" if html else "") + (f"{escape(undo_text)} <a href='undo'>Undo</a>")
+        self.suggestions.setText(html)
+        self.suggestions.setVisible(bool(html))
+
+    def _on_suggestion_link(self, link: str) -> None:
+        if link == "undo":
+            self.undo_requested.emit()
+        elif link.startswith("apply:"):
+            i = int(link.removeprefix("apply:"))
+            if 0 <= i < len(self.ideas):
+                self.suggestion_chosen.emit(self.ideas[i])
+
     def show_plan(self, plan: Plan, warnings: Sequence[str] = ()) -> None:
         rec = plan.recommended
         if rec is not None:
             p = next(x for x in plan.paths if x.path is rec)
             t = p.throughput
             speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s) if t.known else "speed unknown"
+            loss = f" ({p.quality.words})" if p.quality is not None else ""
             # Rich text: the model name comes from a file anyone may have written.
             text = (
                 f"<b>{escape(plan.model_name)}</b> runs on the <b>{escape(path_label(p))}</b> "
-                f"path at <b>{escape(p.quant or '')}</b> — {gib(p.required_bytes)} of "
-                f"{gib(p.usable_bytes)}, {escape(speed)}."
+                f"path at <b>{escape(p.quant or '')}</b>{escape(loss)} — "
+                f"{gib(p.required_bytes)} of {gib(p.usable_bytes)}, {escape(speed)}."
             )
             if p.choice:
                 text += f"<br>{escape(p.choice)}."
@@ -166,8 +216,10 @@ class PathsTab(QWidget):
                 "5 % of usable memory is always kept free",
             ),
             (
-                p.quant or "–",
-                (p.choice or "the best quality that fits at the minimum speed") + ladder_tip(p),
+                f"{p.quant} · {p.quality.words}" if p.quant and p.quality else p.quant or "–",
+                (f"{p.quality.label}\n{p.quality.basis}\n\n" if p.quality else "")
+                + (p.choice or "the best quality that fits at the minimum speed")
+                + ladder_tip(p),
             ),
             (f"{gib(p.required_bytes)} / {gib(p.usable_bytes)}", exact),
             (

@@ -96,7 +96,8 @@ def test_plan_text_table(capsys) -> None:
         "none",
     )
     assert code == 0
-    assert "does not fit at Q2_K; needs" in out
+    # one GPU cannot hold it even at the smallest quantization
+    assert "does not fit at IQ1_S; needs" in out
     assert "<- recommended" in out and "Recommended path: multi-gpu" in out
 
 
@@ -245,7 +246,8 @@ def test_rank_lists_the_catalog_best_first(capsys) -> None:
     assert code == 0, err
     lines = [line.split() for line in out.splitlines() if line.startswith("  fits", 0)]
     assert lines and lines[0][1] == "llama-3.1-70b-instruct"  # biggest that fits first
-    assert "llama-3.1-405b-instruct" in out and "needs" in out and "GiB more" in out
+    slow = [line.split() for line in out.splitlines() if line.startswith("  slow")]
+    assert slow and slow[0][1] == "llama-3.1-405b-instruct"  # fits only at 1.5 bits, slowly
     assert out.rstrip().endswith("run slowly.")
 
 

@@ -35,10 +35,17 @@ def test_report_carries_the_engines_plan(report: PlanReport) -> None:
     assert report.kv_comparison == expected.kv_comparison
     assert report.device_loads == expected.device_loads
     assert report.placement == expected.placement
-    assert report.model.quant == "Q3_K_M"
-    assert expected.placement is not None
+    rec = next(p for p in expected.paths if p.path is expected.recommended)
+    assert report.model.quant == rec.quant
+    assert expected.placement is not None and rec.quant is not None
     assert report.launch_commands == launch_commands(
-        expected.placement, spec, "Q3_K_M", expected.settings, example_rig()
+        expected.placement, spec, rec.quant, expected.settings, example_rig()
+    )
+    # the quality cost of the quantization, and what would buy a better one
+    assert rec.quality is not None and rec.quality.basis.startswith("measured on Llama 3 8B")
+    order = spec.available_quants
+    assert report.suggestions and all(
+        order.index(i.quant) < order.index(rec.quant) or i.tok_s for i in report.suggestions
     )
     assert [d.device for d in report.devices] == ["cpu", "gpu:0", "gpu:1"]
     bandwidth = next(f for f in report.devices[1].figures if f.label == "bandwidth")

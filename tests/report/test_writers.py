@@ -118,19 +118,20 @@ def test_chart_size_is_what_was_asked(qapp, report: PlanReport) -> None:
 def test_html_tables_hold_the_plans_numbers(qapp, report: PlanReport) -> None:
     doc = parse(report_html(report))
     paths = doc.tables["table-paths"]
-    assert paths[0][:5] == ["Path", "Fit", "Quant", "Required", "Usable"]
+    assert paths[0][:6] == ["Path", "Fit", "Quant", "Quality cost", "Required", "Usable"]
     assert len(paths) == 1 + len(report.paths)
     for row, p in zip(paths[1:], report.paths, strict=True):
         assert path_label(p) in row[0]
         assert row[2] == p.quant
-        assert row[3] == gib(p.required_bytes)
-        assert row[4] == gib(p.usable_bytes)
-        assert row[5] == (gib(p.shortfall_bytes) if p.shortfall_bytes else "—")
-        assert row[7] == speed_text(
+        assert p.quality is not None and row[3] == p.quality.label.split(" · ", 1)[1]
+        assert row[4] == gib(p.required_bytes)
+        assert row[5] == gib(p.usable_bytes)
+        assert row[6] == (gib(p.shortfall_bytes) if p.shortfall_bytes else "—")
+        assert row[8] == speed_text(
             p.throughput.tok_s, p.throughput.low_tok_s, p.throughput.high_tok_s
         )
     assert paths[2][0].startswith("★ multi-gpu")
-    assert paths[1][5] == "7.6 GiB"
+    assert paths[1][3].startswith("severe loss")  # one GPU holds it only at 1.75 bits
 
     placement = doc.tables["table-placement"]
     assert [r[0] for r in placement[1:]] == [d.device for d in report.device_loads]

@@ -33,11 +33,13 @@ def pick(qtbot, window, text: str) -> None:
 def test_type_a_model_and_see_its_paths(qtbot, window) -> None:
     pick(qtbot, window, "llama 3.3 70b")
     assert window.session.spec.id == "llama-3.3-70b-instruct"
+    window.controls.context_spin.setValue(32768)  # one GPU cannot hold it even at 1.5 bits
     table = window.paths_tab.table
     assert table.item(0, 0).text() == "gpu (1 GPU)"
     assert table.item(0, 1).text() == "✗ does not fit"
     assert table.item(0, 4).text().startswith("needs ")
     assert "recommended" in table.item(1, 1).text()  # multi-gpu
+    assert "loss" in table.item(1, 2).text()  # its quality cost beside the quantization
     fit = window.paths_tab.fit_chart.spec
     assert fit.rows[0].status == "over"
     assert any(s.role == "shortfall" for s in fit.rows[0].segments)
@@ -375,3 +377,33 @@ def test_any_name_a_user_types_in_the_picker_resolves(qtbot, window) -> None:
     qtbot.keyClick(picker.lineEdit(), Qt.Key.Key_Return)
     assert window.session.spec.id == "qwen3-8b"
     assert "phi-3.5-mini-instruct" in window.statusBar().currentMessage()
+
+
+def test_what_would_it_take_buys_a_better_quantization_in_one_click(
+    qtbot, window, monkeypatch
+) -> None:
+    """Llama 3.3 70B on 2x RTX 3090 at 32K, f16 K/V: a suggestion reaches Q3_K_M or better;
+    applying it re-plans with that choice, and Undo puts the settings back."""
+    from rigspark_gui.ui import background
+
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
+    window.session.set_model("llama-3.3-70b-instruct")
+    window.session.update_settings(context=32768)
+    tab = window.paths_tab
+    qtbot.waitUntil(lambda: bool(tab.ideas), timeout=10000)
+    order = window.session.spec.available_quants
+    before = window.session.plan
+    rec = next(p for p in before.paths if p.path is before.recommended)
+    good = [i for i in tab.ideas if order.index(i.quant) <= order.index("Q3_K_M")]
+    assert good, [(i.change, i.quant) for i in tab.ideas]
+    assert order.index(rec.quant) > order.index("Q3_K_M")
+    assert "What would it take" in tab.suggestions.text()
+    idea = good[0]
+    tab.suggestions.linkActivated.emit(f"apply:{tab.ideas.index(idea)}")
+    after = window.session.plan
+    chosen = next(p for p in after.paths if p.path is after.recommended)
+    assert chosen.quant == idea.quant
+    qtbot.waitUntil(lambda: "Undo" in tab.suggestions.text(), timeout=10000)
+    tab.suggestions.linkActivated.emit("undo")
+    assert window.session.settings.kv_k == before.settings.kv_k
+    assert window.session.settings.context == 32768

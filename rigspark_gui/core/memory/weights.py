@@ -161,13 +161,18 @@ def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
     raw.append(("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None))
     if not g.tied_embeddings:
         raw.append(("output.weight", (g.n_embd, g.n_vocab), TensorGroup.OUTPUT, None))
+    kv0 = g.kv_heads(0) if g.n_layer else g.n_head_kv
     ctx = RecipeContext(
         architecture=g.architecture,
-        n_gqa=g.n_head // max(g.n_head_kv, 1),
+        n_gqa=g.n_head // kv0 if kv0 else 0,  # hparams.n_gqa(): layer 0, 0 without KV heads
         n_expert=g.n_expert,
         n_attention_wv=sum(1 for n, *_ in raw if "attn_v.weight" in n),
-        n_ffn_down=sum(1 for n, *_ in raw if "ffn_down" in n),
-        is_70b=g.n_layer == 80 and g.architecture in ("llama", "qwen2"),
+        # llama.cpp takes n_layer, not the ffn_down count (MoE blocks with a shared
+        # expert hold two ffn_down tensors)
+        n_ffn_down=g.n_layer,
+        # LLM_TYPE_70B: 80-layer Llama with grouped KV heads (65B when not), Qwen2-72B
+        is_70b=g.n_layer == 80
+        and (g.architecture == "qwen2" or (g.architecture == "llama" and kv0 != g.n_head)),
         has_output=not g.tied_embeddings,
     )
     return tuple(raw), ctx

@@ -1,0 +1,102 @@
+"""The measured quality of each quantization (data/quant_quality.json), loaded once, and
+the quantization list a synthesized model offers: every llama-quantize type the recipe
+knows, best quality first, with the dominated ones marked."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.core.memory import quant_recipe
+from rigspark_gui.core.quality import QualityTable, QuantQuality, loss_words
+from rigspark_gui.resources import data_file
+
+REFERENCE_MODEL = "llama-3-8b"
+# llama-quantize refuses these without an importance matrix (tools/quantize/quantize.cpp)
+_IMATRIX_FALLBACK = frozenset({"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "Q2_K_S"})
+
+
+def imatrix_required() -> frozenset[str]:
+    return frozenset(getattr(quant_recipe, "IMATRIX_REQUIRED", _IMATRIX_FALLBACK))
+
+
+@lru_cache(maxsize=1)
+def load_quality() -> QualityTable:
+    raw = read_json(
+        data_file("quant_quality.json"), what="quantization quality", error=CatalogError,
+        max_bytes=1 << 20,
+    )  # fmt: skip
+    if not isinstance(raw, dict) or raw.get("schema_version") != 1:
+        raise CatalogError("quant_quality.json: unsupported schema")
+    return build_table(raw)
+
+
+def build_table(raw: dict[str, Any]) -> QualityTable:
+    sources: dict[str, str] = raw.get("sources", {})
+    rows = [r for r in raw.get("rows", []) if r.get("model") == REFERENCE_MODEL]
+    top = {
+        r["quant"]: r["same_top_pct"]
+        for r in raw.get("scaling", [])
+        if r.get("model") == REFERENCE_MODEL and "same_top_pct" in r
+    }
+    small = {r["quant"]: r["kld"] for r in raw.get("scaling", []) if r.get("model") == "llama-2-7b"}
+    needs = imatrix_required()
+    entries: dict[str, QuantQuality] = {}
+    for quant in dict.fromkeys(r["quant"] for r in rows):
+        plain = next((r for r in rows if r["quant"] == quant and not r["imatrix"]), None)
+        imat = next((r for r in rows if r["quant"] == quant and r["imatrix"]), None)
+        shown = plain or imat
+        assert shown is not None
+        how = "without an importance matrix" if plain else "with an importance matrix"
+        basis = f"measured on Llama 3 8B {how} ({sources.get(shown['source'], shown['source'])})"
+        if quant in small:
+            basis += (
+                f"; Llama 2 7B loses less at the same type (KLD {small[quant]:.3g}): "
+                "older and larger models quantize more gracefully"
+            )
+        if plain and imat:
+            basis += f"; with an importance matrix: KLD {imat['kld']:.3g}"
+        entries[quant] = QuantQuality(
+            quant=quant,
+            kld=shown["kld"],
+            kld_imatrix=imat["kld"] if imat else None,
+            kld_plain=plain["kld"] if plain else None,
+            ppl_delta=shown["ppl_delta"],
+            same_top_pct=top.get(quant),
+            reference_gib=shown["size_gib"],
+            imatrix_required=quant in needs,
+            words=loss_words(shown["kld"]),
+            basis=basis,
+        )
+    kv = {
+        f"{r['kv_k']}/{r['kv_v']}": float(r["kld"])
+        for r in raw.get("kv_rows", [])
+        if r.get("model") == REFERENCE_MODEL
+    }
+    return QualityTable(
+        entries=entries,
+        reference=sources.get("llama3-8b-scoreboard", ""),
+        kv_kld=kv,
+        kv_basis="measured on Llama 3 8B: " + sources.get("kv-cache-pr7412", ""),
+    )
+
+
+def synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Every type the recipe can synthesize, best quality first (16-bit `full` leads;
+    unmeasured types last), and the dominated ones with what dominates them."""
+    table = load_quality()
+    # ternary TQ types suit only models trained ternary (BitNet); MXFP4 only models released
+    # in it (gpt-oss): for any other model they are not a choice
+    skip = {"F32", "F16", "BF16", "MXFP4", "MXFP4_MOE", "TQ1_0", "TQ2_0"}
+    known = [q for q in quant_recipe.FTYPE_DEFAULT if q not in skip]
+    ordered = (full, *table.order(known))
+    dominated = {q: by for q in ordered if (by := table.dominated_by(q, ordered)) is not None}
+    return ordered, dominated
+
+
+def quality_of(quants: tuple[str, ...]) -> dict[str, QuantQuality]:
+    """The measured quality of each of `quants` that has been measured."""
+    table = load_quality()
+    return {q: found for q in quants if (found := table.of(q)) is not None}

@@ -1,0 +1,161 @@
+"""What would it take: the few smallest changes that buy the recommended plan a better
+quantization or a faster path, each with its own cost.
+
+Each candidate change is planned for real (the same engine, the recommendation only,
+not every path's report), and kept when its recommendation is better: a quantization
+of higher measured quality, or the same quality at least 25 % faster. Changes are tried
+smallest first — K/V precision, a shorter context, fewer parallel sequences, then
+hardware: a second GPU like the first, more RAM — and the first few that help are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import Field
+
+from rigspark_gui.core.frozen import Frozen
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.quality import QualityTable, QuantQuality
+from rigspark_gui.core.ranking import rank_model
+from rigspark_gui.core.rig import GIB, Rig
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.core.units import tokens
+
+FASTER = 1.25  # the same quality must be this much faster to be worth a change
+MIN_CONTEXT = 4096
+
+
+class Suggestion(Frozen):
+    change: str = Field(description="what to change, in words")
+    cost: str = Field(description="what the change itself costs")
+    settings: dict[str, object] = Field(
+        default_factory=dict, description="PlanSettings fields to apply (empty: a rig change)"
+    )
+    rig_change: str = Field(default="", description="'add_gpu' or 'add_ram:<bytes>'")
+    quant: str
+    path: str
+    tok_s: float | None
+    quality: QuantQuality | None
+
+
+def _better(
+    spec: ModelSpec,
+    quant: str | None,
+    tok_s: float | None,
+    base_q: str | None,
+    base_t: float | None,
+) -> bool:
+    if quant is None:
+        return False
+    if base_q is None:
+        return True
+    order = spec.available_quants
+    rank = order.index(quant) if quant in order else len(order)
+    base_rank = order.index(base_q) if base_q in order else len(order)
+    if rank < base_rank:
+        return True
+    faster = tok_s is not None and (base_t is None or tok_s >= base_t * FASTER)
+    return rank == base_rank and faster
+
+
+def suggest(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    quality: QualityTable,
+    limit: int = 3,
+) -> tuple[Suggestion, ...]:
+    """Up to `limit` changes that improve on the recommendation for (`spec`, `rig`, `s`),
+    smallest first. A fixed quantization (`s.quant`) has nothing to improve."""
+    if s.quant is not None:
+        return ()
+    base = rank_model(spec, rig, s, speed)
+    base_q, base_t = base.quant if base.path is not None else None, base.tok_s
+    out: list[Suggestion] = []
+
+    def attempt(
+        change: str, cost: str, settings: dict[str, object], rig2: Rig, rig_change: str = ""
+    ) -> None:
+        s2 = s.model_copy(update=settings) if settings else s
+        try:
+            r = rank_model(spec, rig2, s2, speed)
+        except ValueError:  # settings the engine refuses for this model: not a suggestion
+            return
+        if r.path is None or not _better(spec, r.quant, r.tok_s, base_q, base_t):
+            return
+        assert r.quant is not None
+        out.append(
+            Suggestion(
+                change=change,
+                cost=cost,
+                settings=settings,
+                rig_change=rig_change,
+                quant=r.quant,
+                path=r.path.value,
+                tok_s=r.tok_s,
+                quality=spec.quality.get(r.quant),
+            )
+        )
+
+    steps: list[Callable[[], None]] = []
+    f16, q8 = KvCacheType.F16, KvCacheType.Q8_0
+    if s.backend.ggml_based and (s.kv_k is f16 or s.kv_v is f16):
+        cost = quality.kv_words("q8_0", "q8_0") + "; about half the KV cache memory"
+        change = {"kv_k": q8, "kv_v": q8, "flash_attn": True}
+        steps.append(lambda: attempt("K/V cache at q8_0", cost, change, rig))
+    ctx = min(s.context, spec.geometry.context_length)
+    shorter = ctx // 2
+    while shorter >= MIN_CONTEXT and shorter >= s.prompt_tokens:
+        n = shorter
+
+        def shorter_context(n: int = n) -> None:
+            attempt(
+                f"a {tokens(n)} context",
+                f"{tokens(ctx)} → {tokens(n)} tokens of context",
+                {"context": n},
+                rig,
+            )
+
+        steps.append(shorter_context)
+        shorter //= 2
+    if s.parallel > 1:
+        steps.append(
+            lambda: attempt(
+                "one sequence at a time",
+                f"{s.parallel} parallel sequences → 1",
+                {"parallel": 1},
+                rig,
+            )
+        )
+    if rig.gpus:
+        twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
+        more = rig.model_copy(update={"gpus": (*rig.gpus, twin)})
+        steps.append(lambda: attempt(f"another {twin.name}", "a GPU more", {}, more, "add_gpu"))
+    extra = max(rig.ram_total_bytes, 16 * GIB)
+    bigger = rig.model_copy(
+        update={
+            "ram_total_bytes": rig.ram_total_bytes + extra,
+            "ram_available_bytes": (rig.ram_available_bytes or rig.ram_total_bytes) + extra
+            if rig.ram_available_bytes is not None
+            else None,
+        }
+    )
+    steps.append(
+        lambda: attempt(
+            f"{extra // GIB} GiB more RAM", "more system memory", {}, bigger, f"add_ram:{extra}"
+        )
+    )
+    context_found = False
+    for step in steps:
+        if len(out) >= limit:
+            break
+        if context_found and step.__name__ == "shorter_context":
+            continue  # one context is enough: the longest that helps
+        before = len(out)
+        step()
+        context_found = context_found or (len(out) > before and "context" in out[-1].settings)
+    return tuple(out[:limit])
