@@ -55,11 +55,24 @@ def main() -> None:
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
 
-    med, best = timed(lambda: plan(spec, rig, s, perf), 200)
+    med, best = timed(lambda: plan(spec, rig, s, perf, ladders=False), 200)
     print(f"one plan (Llama-3.1-8B, 2x RTX 3090, 8K): median {med:.2f} ms, best {best:.2f} ms")
+    med, best = timed(lambda: plan(spec, rig, s, perf), 100)
+    print(
+        f"  the same with every path's ladder (22 quantizations): median {med:.2f} ms, "
+        f"best {best:.2f} ms"
+    )
+    from rigspark_gui.catalog.quality import load_quality
+    from rigspark_gui.core.suggest import suggest
+
+    big70 = catalog.find("llama-3.3-70b-instruct").to_spec()
+    s32 = s.model_copy(update={"context": 32768})
+    suggest(big70, rig, s32, perf, load_quality())  # layouts synthesized once
+    med, best = timed(lambda: suggest(big70, rig, s32, perf, load_quality()), 10)
+    print(f"suggestions (Llama-3.3-70B at 32K): median {med:.2f} ms, best {best:.2f} ms")
 
     big = catalog.find("llama-3.1-405b-instruct").to_spec()
-    med, best = timed(lambda: plan(big, rig, s, perf), 50)
+    med, best = timed(lambda: plan(big, rig, s, perf, ladders=False), 50)
     print(f"one plan (Llama-3.1-405B, 126 layers): median {med:.2f} ms, best {best:.2f} ms")
 
     kv_types = [k for k in KvCacheType if k.llama_cpp]

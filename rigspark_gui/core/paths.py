@@ -557,8 +557,10 @@ def plan_path(
     speed: SpeedModel,
     cand: PathCandidate,
     ctx: FitContext | None = None,
+    *,
+    full_ladder: bool = True,
 ) -> tuple[PathPlan, WeightsLayout]:
-    search = search_path(spec, rig, s, cand, ctx=ctx, speed=speed, full_ladder=True)
+    search = search_path(spec, rig, s, cand, ctx=ctx, speed=speed, full_ladder=full_ladder)
     shown, fits = search.trial, search.fits
     g = spec.geometry
     file_bytes = (

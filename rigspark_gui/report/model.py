@@ -250,7 +250,7 @@ def build_report(
 
     if kv_pairs not in ("common", "all"):
         raise ReportError(f"kv_pairs must be 'common' or 'all', not {kv_pairs!r}")
-    result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs)
+    result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs, ladders=False)
     shown = next((p for p in result.paths if p.path is result.recommended), result.paths[0])
     quant = shown.quant or spec.available_quants[-1]
     layout = weights_layout(spec, quant)

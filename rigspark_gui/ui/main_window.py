@@ -442,14 +442,24 @@ class MainWindow(QMainWindow):
         key = (spec.id, rig, s)
         self._suggest_key = key
 
-        def done(ideas: object) -> None:
-            if self._suggest_key == key:  # the inputs have not moved on since
-                self.paths_tab.show_suggestions(ideas, self._undo_text())  # type: ignore[arg-type]
+        def work() -> tuple[Plan, object]:
+            from rigspark_gui.core.plan import plan
+
+            full = plan(spec, rig, s, perf)  # with every path's ladder
+            return full, suggest(spec, rig, s, perf, load_quality())
+
+        def done(result: tuple[Plan, object]) -> None:
+            if self._suggest_key != key:  # the inputs have moved on since
+                return
+            full, ideas = result
+            notes = set(rig.notes)
+            self.paths_tab.show_plan(full, warnings=[n for n in full.notes if n not in notes])
+            self.paths_tab.show_suggestions(ideas, self._undo_text())  # type: ignore[arg-type]
 
         def failed(err: Exception, _details: str) -> None:
             self.paths_tab.show_suggestions((), self._undo_text())
 
-        run_in_background(self, lambda: suggest(spec, rig, s, perf, load_quality()), done, failed)
+        run_in_background(self, work, done, failed)
 
     def _undo_text(self) -> str:
         return f"Applied: {self._applied[2]}." if self._applied is not None else ""

@@ -99,7 +99,9 @@ class PlannerSession(QObject):
         if self.spec is None or self.rig is None:
             return
         try:
-            self.plan = plan(self.spec, self.rig, self.settings, self.perf)
+            # each path's choice now; the ladders of every quantization that fits come
+            # from a background pass (MainWindow), so a control change stays one frame
+            self.plan = plan(self.spec, self.rig, self.settings, self.perf, ladders=False)
         except RigSparkError as err:
             self.plan = None
             self.plan_failed.emit(str(err))

@@ -131,3 +131,14 @@ def test_every_ladder_rung_is_what_fixing_that_quantization_plans(rig2x3090) -> 
             assert same.throughput.tok_s == rung.tok_s, (path.path, rung)
             checked += 1
     assert checked >= 20
+
+
+def test_without_ladders_the_plan_is_the_same_choice() -> None:
+    """The window plans without ladders (they fill in later): the same choice per path."""
+    for s in (PlanSettings(), PlanSettings(min_tok_s=8.0), PlanSettings(min_tok_s=50.0)):
+        full = plan(SPEC, cpu_only(), s, simple_speed_model())
+        quick = plan(SPEC, cpu_only(), s, simple_speed_model(), ladders=False)
+        assert [(p.path, p.quant, p.required_bytes) for p in quick.paths] == [
+            (p.path, p.quant, p.required_bytes) for p in full.paths
+        ]
+        assert quick.recommended == full.recommended

@@ -26,7 +26,9 @@ from .conftest import CREATED_AT, example_rig, example_settings
 
 def test_report_carries_the_engines_plan(report: PlanReport) -> None:
     spec = load_catalog().find("llama-3.3-70b-instruct").to_spec()
-    expected = plan(spec, example_rig(), example_settings(), load_perf(), kv_pairs="common")
+    expected = plan(
+        spec, example_rig(), example_settings(), load_perf(), kv_pairs="common", ladders=False
+    )
     assert report.schema_version == REPORT_SCHEMA_VERSION
     assert report.created_at == CREATED_AT
     assert report.app_version == APP_VERSION

@@ -17,6 +17,7 @@ an importance matrix.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidModelError
@@ -179,6 +180,7 @@ def _use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
+@lru_cache(maxsize=1 << 16)  # asked per tensor per quantization: names repeat across both
 def quantizable(name: str, n_dims: int) -> bool:
     """tensor_allows_quantization: 2-D/3-D weights, never norms, routers and the few
     small tensors llama.cpp keeps as they are."""

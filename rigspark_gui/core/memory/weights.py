@@ -178,7 +178,8 @@ def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
     return tuple(raw), ctx
 
 
-def _synth_rows(g: Geometry, ftype: str) -> list[_Row]:
+@lru_cache(maxsize=64)  # a layout and its CPU repack read the same rows, one after the other
+def _synth_rows(g: Geometry, ftype: str) -> tuple[_Row, ...]:
     raw, ctx = _shapes(g)
     i_wv = i_down = 0
     rows: list[_Row] = []
@@ -195,7 +196,7 @@ def _synth_rows(g: Geometry, ftype: str) -> list[_Row]:
         for d in shape:
             n *= d
         rows.append(_Row(name, t, shape, group, layer, "_exps" in name, n, row_bytes(t, n)))
-    return rows
+    return tuple(rows)
 
 
 def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
@@ -279,7 +280,7 @@ def _count_of(spec: ModelSpec) -> ParamCount:
 param_count: ByIdentity[ModelSpec, ParamCount] = ByIdentity(_count_of)
 
 
-def _layout_from_rows(g: Geometry, rows: list[_Row], quant: str) -> WeightsLayout:
+def _layout_from_rows(g: Geometry, rows: Sequence[_Row], quant: str) -> WeightsLayout:
     blocks = [0] * g.n_layer
     experts = [0] * g.n_layer
     input_b = output_b = 0
@@ -438,7 +439,7 @@ def cpu_repack_bytes(
     )
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=8192)
 def _synth_repack(g: Geometry, quant: str, features: tuple[str, ...]) -> RepackBytes | None:
     return cpu_repack_bytes(
         ModelSpec(id="_", name="_", geometry=g, quants=(quant,)), quant, features
