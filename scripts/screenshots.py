@@ -44,6 +44,7 @@ def main() -> None:
     w.session.set_model("llama-3.3-70b-instruct")
     w.session.update_settings(context=32768)
     w.show()
+    w._suggest_now()  # the ladders and what-would-it-take line, as the window fills them in
     for name, tab in (
         ("paths", w.paths_tab),
         ("kv", w.kv_tab),
