@@ -84,15 +84,24 @@ def build_table(raw: dict[str, Any]) -> QualityTable:
 
 
 def synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """Every type the recipe can synthesize, best quality first (16-bit `full` leads;
-    unmeasured types last), and the dominated ones with what dominates them."""
+    """Every type llama-quantize offers, best quality first (16-bit `full` leads,
+    unmeasured types last), and the ones Auto never picks with what beats them."""
     table = load_quality()
-    # ternary TQ types suit only models trained ternary (BitNet); MXFP4 only models released
-    # in it (gpt-oss): for any other model they are not a choice
-    skip = {"F32", "F16", "BF16", "MXFP4", "MXFP4_MOE", "TQ1_0", "TQ2_0"}
+    # 16-bit is `full`; the ternary TQ types keep only weights trained ternary (BitNet):
+    # for any other model they are larger than IQ1_S and worse, so Auto never picks them
+    ternary = ("TQ1_0", "TQ2_0")
+    skip = {"F32", "F16", "BF16", "MXFP4", *ternary}
     known = [q for q in quant_recipe.FTYPE_DEFAULT if q not in skip]
-    ordered = (full, *table.order(known))
+    other = "F16" if full == "BF16" else "BF16"
+    ordered = (full, other, "F32", *table.order(known), *ternary)
     dominated = {q: by for q in ordered if (by := table.dominated_by(q, ordered)) is not None}
+    dominated["F32"] = full  # the same weights at twice the size
+    # MXFP4_MOE is the format gpt-oss is released in; on other models its quality is not
+    # measured, so Auto does not bet on it (it stays a choice)
+    if "MXFP4_MOE" in ordered:
+        dominated["MXFP4_MOE"] = ""
+    if "IQ1_S" in ordered:
+        dominated.update({t: "IQ1_S" for t in ternary})
     return ordered, dominated
 
 

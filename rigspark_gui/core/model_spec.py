@@ -157,7 +157,8 @@ class ModelSpec(Frozen):
     quants: tuple[str, ...] = Field(default=(), description="quantizations available, best first")
     dominated: dict[str, str] = Field(
         default_factory=dict,
-        description="quantizations Auto never picks: quant -> a smaller one of better quality",
+        description="quantizations Auto never picks: quant -> a smaller one of better "
+        "quality ('' when its quality is not measured)",
     )
     quality: dict[str, QuantQuality] = Field(
         default_factory=dict, description="measured quality cost of each quantization"

@@ -67,9 +67,10 @@ class QuantCombo(QComboBox):
         by = spec.dominated.get(q)
         if by is not None:
             item.setForeground(QBrush(QColor("#8a8a8a")))
+            why = f"{by} is no larger and better" if by else "its quality here is not measured"
             tips.append(
-                f"Auto never picks {q}: {by} is no larger and better. Kept for hardware that "
-                "wants it (Q4_0 is repacked for fast CPU kernels on ARM and x86)."
+                f"Auto never picks {q}: {why}. Kept for hardware that wants it (Q4_0 is "
+                "repacked for fast CPU kernels on ARM and x86)."
             )
         item.setToolTip("\n".join(tips) or q)
         return item
