@@ -93,7 +93,9 @@ class PathsTab(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # columns fit their text once per plan (resizeColumnsToContents below): measuring
+        # every row again on each changed cell, as ResizeToContents does, cost a frame
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         # the charts are built once the window is on screen (see ChartSlot)
         self._fit_spec: FitChart | None = None
@@ -191,11 +193,15 @@ class PathsTab(QWidget):
             self.fit_chart.show_chart(self._fit_spec)
         if self.speed_slot.ready:
             self.speed_chart.show_chart(self._speed_spec)
+        changed = self.table.rowCount() != len(plan.paths)
         self.table.setRowCount(len(plan.paths))
         for r, p in enumerate(plan.paths):
-            self._fill_row(r, p, rec is p.path)
+            changed |= self._fill_row(r, p, rec is p.path)
+        if changed:
+            self.table.resizeColumnsToContents()
 
-    def _fill_row(self, r: int, p: PathPlan, recommended: bool) -> None:
+    def _fill_row(self, r: int, p: PathPlan, recommended: bool) -> bool:
+        """Fill one row; True when a cell's text changed (the columns may need to grow)."""
         b = p.breakdown
         exact = (
             f"weights {b.weights_bytes:,} B\nKV cache {b.kv_bytes:,} B\n"
@@ -235,6 +241,7 @@ class PathsTab(QWidget):
                 f"what limits this path ({p.reason.value})" if p.reason else "",
             ),
         ]
+        changed = False
         for c, (text, tip) in enumerate(cells):
             item = self.table.item(r, c)
             if item is None:
@@ -242,9 +249,11 @@ class PathsTab(QWidget):
                 self.table.setItem(r, c, item)
             if item.text() != text:  # an unchanged cell is not measured and repainted
                 item.setText(text)
+                changed = True
             if item.toolTip() != tip:
                 item.setToolTip(tip)
             if c == 1:
                 colour = QColor(COLOURS["compute"] if p.fits else COLOURS["shortfall"])
                 if item.foreground().color() != colour:
                     item.setForeground(QBrush(colour))
+        return changed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import pairwise
 
 from rigspark_gui.core.memory import WeightsLayout, kv_cells, kv_row_pair_bytes
@@ -25,12 +26,23 @@ def decode_depth(s: PlanSettings) -> int:
     return min(s.prompt_tokens, s.context)
 
 
+@lru_cache(maxsize=256)
+def _kv_read(g: Geometry, s: PlanSettings, depth: int) -> tuple[int, ...]:
+    """KV bytes each layer reads per decode step at `depth`: the same for every
+    placement of one model and settings (a drag re-estimates it on every drop)."""
+    return tuple(
+        kv_row_pair_bytes(g, il, s.kv_k, s.kv_v) * min(depth, kv_cells(g, il, s))
+        for il in range(g.n_layer)
+    )
+
+
 def bytes_read_per_token(
     placement: Placement, g: Geometry, layout: WeightsLayout, s: PlanSettings, depth: int
 ) -> dict[str, float]:
     """Bytes each device streams for one decode step at `depth` tokens of context."""
     read: dict[str, float] = {}
     kv_dev = kv_devices(placement, s)  # a block's cache may stay where -ngl put it
+    kv_table = _kv_read(g, s, depth)
     for u in placement.units:
         if u.unit == INPUT:
             continue  # one embedding row per token: negligible
@@ -41,8 +53,7 @@ def bytes_read_per_token(
         il = u.index
         experts = layout.block_expert_bytes[il] * layout.expert_fraction_active
         dense = layout.block_bytes[il] - layout.block_expert_bytes[il]
-        cells = min(depth, kv_cells(g, il, s))
-        kv = kv_row_pair_bytes(g, il, s.kv_k, s.kv_v) * cells
+        kv = kv_table[il]
         read[u.device] = read.get(u.device, 0.0) + dense
         read[kv_dev[il]] = read.get(kv_dev[il], 0.0) + kv
         exp_dev = u.experts_device or u.device
