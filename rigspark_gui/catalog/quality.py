@@ -83,7 +83,18 @@ def build_table(raw: dict[str, Any]) -> QualityTable:
     )
 
 
+@lru_cache(maxsize=4)  # the same for every model with the same 16-bit form
+def _synthesized(full: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    quants, dominated = _synthesized_quants(full)
+    return quants, tuple(dominated.items())
+
+
 def synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    quants, dominated = _synthesized(full)
+    return quants, dict(dominated)
+
+
+def _synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """Every type llama-quantize offers, best quality first (16-bit `full` leads,
     unmeasured types last), and the ones Auto never picks with what beats them."""
     table = load_quality()
@@ -107,5 +118,10 @@ def synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
 
 def quality_of(quants: tuple[str, ...]) -> dict[str, QuantQuality]:
     """The measured quality of each of `quants` that has been measured."""
+    return dict(_quality_of(quants))
+
+
+@lru_cache(maxsize=8)
+def _quality_of(quants: tuple[str, ...]) -> tuple[tuple[str, QuantQuality], ...]:
     table = load_quality()
-    return {q: found for q in quants if (found := table.of(q)) is not None}
+    return tuple((q, found) for q in quants if (found := table.of(q)) is not None)

@@ -20,6 +20,7 @@ from rigspark_gui.core.memory import (
     WeightsLayout,
     file_bytes_estimate,
     repack_for,
+    weights_floor,
     weights_layout,
 )
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
@@ -514,9 +515,13 @@ def search_path(
     context_ok = s.context <= spec.geometry.context_length
     ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
     bound = _memory_bound(rig, cand)
+    gpu_only = cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU
     for i, q in enumerate(quants):
+        last_one = i == len(quants) - 1
+        if not last_one and weights_floor(spec, q, gpu_only) + ctx.kv_total > bound:
+            continue  # too big even at its floor: no need to synthesize its layout
         layout = weights_layout(spec, q)
-        if i < len(quants) - 1 and _surely_too_big(layout, ctx.kv_total, bound, cand):
+        if not last_one and _surely_too_big(layout, ctx.kv_total, bound, cand):
             continue  # the last quant is always tried in full: its figures are shown
         trial = _try_next(spec, ctx, cand, q, layout, last)
         last = trial

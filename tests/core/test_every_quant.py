@@ -64,3 +64,20 @@ def test_a_fixed_dominated_type_is_still_planned(specs) -> None:
     spec = next(s for s in specs if s.id == "llama-3.1-8b-instruct")
     p = plan(spec, _rig(1, 24), PlanSettings(quant="Q4_0"), load_perf(), ladders=False)
     assert {x.quant for x in p.paths} == {"Q4_0"}
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "deepseek-v2-lite-chat", "gemma-3-4b-it",
+     "phi-3.5-mini-instruct", "mixtral-8x7b-instruct-v0.1", "llama-3.2-1b-instruct"],
+)  # fmt: skip
+def test_the_size_floor_never_exceeds_the_real_size(specs, model_id: str) -> None:
+    """The planner skips a quantization whose floor cannot fit without synthesizing it:
+    the floor must stay under the synthesized weights for every type."""
+    from rigspark_gui.core.memory import weights_floor
+
+    spec = next(s for s in specs if s.id == model_id)
+    for q in spec.available_quants:
+        layout = weights_layout(spec, q)
+        assert weights_floor(spec, q) <= layout.total_bytes, q
+        assert weights_floor(spec, q, True) <= layout.total_bytes - layout.input_bytes, q

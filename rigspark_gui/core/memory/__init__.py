@@ -25,6 +25,7 @@ from rigspark_gui.core.memory.weights import (
     param_count,
     repack_for,
     synthesize_tensors,
+    weights_floor,
     weights_layout,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "pipeline_copies",
     "repack_for",
     "synthesize_tensors",
+    "weights_floor",
     "weights_layout",
 ]

@@ -12,9 +12,15 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from rigspark_gui.core.ggml_types import row_bytes
+from rigspark_gui.core.ggml_types import GGML_TYPES, row_bytes
 from rigspark_gui.core.memo import ByIdentity
-from rigspark_gui.core.memory.quant_recipe import RecipeContext, choose_type, quantizable
+from rigspark_gui.core.memory.quant_recipe import (
+    FTYPE_ALIASES,
+    FTYPE_DEFAULT,
+    RecipeContext,
+    choose_type,
+    quantizable,
+)
 from rigspark_gui.core.model_spec import (
     Geometry,
     ModelSpec,
@@ -453,3 +459,24 @@ def repack_for(spec: ModelSpec, quant: str, features: tuple[str, ...]) -> Repack
     if spec.tensors is None:
         return _synth_repack(spec.geometry, quant, tuple(sorted(features)))
     return cpu_repack_bytes(spec, quant, features)
+
+
+# llama-quantize gives a few small tensors fewer bits than a type's default (attn_k of
+# some I-quant mixes) and most of them more: 85 % of the default's size is a safe floor
+_FLOOR_SHARE = 0.85
+
+
+def weights_floor(spec: ModelSpec, quant: str, without_embeddings: bool = False) -> int:
+    """A lower bound of a synthesized model's weights at `quant`, without synthesizing
+    it: parameters at the type's default bits, less a margin. 0 for a model read from a
+    file (its exact layout is at hand anyway)."""
+    if spec.tensors is not None:
+        return 0
+    base = FTYPE_DEFAULT.get(FTYPE_ALIASES.get(quant, quant))
+    if base is None:
+        return 0
+    t = GGML_TYPES[base]
+    n = param_count(spec).total
+    if without_embeddings:
+        n -= spec.geometry.n_embd * spec.geometry.n_vocab
+    return int(max(n, 0) * t.bytes_per_block / t.block_size * _FLOOR_SHARE)
