@@ -507,6 +507,9 @@ def _local_models(args: argparse.Namespace) -> int:
     from rigspark_gui.core.memory import param_count
     from rigspark_gui.core.units import gib
 
+    missing = [str(f) for f in args.folder if not f.is_dir()]
+    if missing:
+        raise UsageError(f"--folder: no such folder: {missing[0]}")
     scan = find_local_models(folders=args.folder)
     rows: list[dict[str, Any]] = []
     skipped = list(scan.skipped)

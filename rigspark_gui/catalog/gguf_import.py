@@ -25,6 +25,7 @@ import numpy.typing as npt
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 from pydantic import ValidationError
 
+from rigspark_gui.catalog.gguf_names import SPLIT_NAME as _SPLIT_NAME
 from rigspark_gui.core.errors import ModelImportError
 from rigspark_gui.core.ggml_types import GGML_TYPES_BY_ID
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, TensorGroup, TensorInfo
@@ -141,7 +142,6 @@ _GEMMA2_DEFAULT_WINDOW = 4096  # llama.cpp presets n_swa before the optional key
 _LLAMA4_CHUNK = 8192
 _LLAMA4_PERIOD = 4
 
-_SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 _BLOCK_NAME = re.compile(r"^blk\.(\d+)\.")
 _INPUT_PREFIXES = ("token_embd", "position_embd", "token_types")
 

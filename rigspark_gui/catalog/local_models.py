@@ -28,13 +28,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
 from rigspark_gui.core.errors import CatalogError, RigSparkError
 from rigspark_gui.core.model_spec import ModelSpec
 
 MAX_DEPTH = 8
 MAX_ENTRIES = 50_000  # directory entries looked at per store
 MAX_MANIFEST_BYTES = 1 << 20
-_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 OLLAMA_HOST, OLLAMA_NAMESPACE = "registry.ollama.ai", "library"
 _ID_PREFIX = {"Ollama": "ollama", "LM Studio": "lmstudio", "Hugging Face cache": "hfcache",
@@ -192,22 +192,13 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 def _first_shard(path: Path) -> bool:
-    m = _SHARD.search(path.name)
-    return m is None or int(m.group(1)) == 1
+    return is_first_shard(path.name)
 
 
 def _size(path: Path) -> int:
-    m = _SHARD.search(path.name)
-    try:
-        if m is None:
-            return path.stat().st_size
-        total = 0
-        for i in range(1, int(m.group(2)) + 1):
-            shard = path.with_name(_SHARD.sub(f"-{i:05d}-of-{m.group(2)}.gguf", path.name))
-            total += shard.stat().st_size if shard.exists() else 0
-        return total
-    except OSError:
-        return 0
+    """On disk, every part of a split model."""
+    names = shard_names(path.name) or [path.name]
+    return sum(_stat_size(path.with_name(n)) for n in names)
 
 
 def _gguf_files(root: Path, store: str) -> list[LocalModel]:

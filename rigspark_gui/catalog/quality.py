@@ -83,18 +83,13 @@ def build_table(raw: dict[str, Any]) -> QualityTable:
     )
 
 
-@lru_cache(maxsize=4)  # the same for every model with the same 16-bit form
-def _synthesized(full: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    quants, dominated = _synthesized_quants(full)
-    return quants, tuple(dominated.items())
-
-
 def synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
     quants, dominated = _synthesized(full)
     return quants, dict(dominated)
 
 
-def _synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
+@lru_cache(maxsize=4)  # the same for every model with the same 16-bit form
+def _synthesized(full: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """Every type llama-quantize offers, best quality first (16-bit `full` leads,
     unmeasured types last), and the ones Auto never picks with what beats them."""
     table = load_quality()
@@ -113,7 +108,7 @@ def _synthesized_quants(full: str) -> tuple[tuple[str, ...], dict[str, str]]:
         dominated["MXFP4_MOE"] = ""
     if "IQ1_S" in ordered:
         dominated.update({t: "IQ1_S" for t in ternary})
-    return ordered, dominated
+    return ordered, tuple(dominated.items())
 
 
 def quality_of(quants: tuple[str, ...]) -> dict[str, QuantQuality]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
 from rigspark_gui.core.errors import ModelImportError
 from rigspark_gui.core.model_spec import ModelSpec
 
@@ -35,7 +36,6 @@ FIRST_READ = 1 << 20  # most headers fit; big vocabularies need a few MiB
 MAX_HEADER_BYTES = 64 << 20
 TIMEOUT_S = 20.0
 RETRIES = 3
-_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 Progress = Callable[[str], None]
 
 
@@ -219,11 +219,9 @@ def fetch_header(
     if meta.is_file() and first.is_file():
         return Fetched(first, 0)
     folder.mkdir(parents=True, exist_ok=True)
-    urls = [url]
-    m = _SHARD.search(name)
-    if m is not None:
-        count = int(m.group(2))
-        urls = [_SHARD.sub(f"-{i:05d}-of-{count:05d}.gguf", url) for i in range(1, count + 1)]
+    base = url.rsplit("/", 1)[0]
+    parts = shard_names(name)
+    urls = [f"{base}/{n}" for n in parts] if parts is not None else [url]
     read = 0
     for i, shard_url in enumerate(urls):
         if progress is not None:
@@ -365,7 +363,7 @@ def _choose(
         for f in files
         if f.lower().endswith(".gguf")
         and "mmproj" not in f.lower()
-        and (_SHARD.search(f) is None or _SHARD.search(f).group(1) == "00001")  # type: ignore[union-attr]
+        and is_first_shard(f.rsplit("/", 1)[-1])
     ]
     if not ggufs:
         if "config.json" in files:

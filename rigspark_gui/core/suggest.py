@@ -61,6 +61,24 @@ def _better(
     return rank == base_rank and faster
 
 
+def rig_after(rig: Rig, change: str) -> Rig:
+    """The rig a suggestion's `rig_change` describes: "add_gpu" (one more like the last)
+    or "add_ram:<bytes>"; the same rig for anything else."""
+    if change == "add_gpu" and rig.gpus:
+        twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
+        return rig.model_copy(update={"gpus": (*rig.gpus, twin)})
+    if change.startswith("add_ram:"):
+        extra = int(change.removeprefix("add_ram:"))
+        avail = rig.ram_available_bytes
+        return rig.model_copy(
+            update={
+                "ram_total_bytes": rig.ram_total_bytes + extra,
+                "ram_available_bytes": avail + extra if avail is not None else None,
+            }
+        )
+    return rig
+
+
 def suggest(
     spec: ModelSpec,
     rig: Rig,
@@ -132,21 +150,21 @@ def suggest(
             )
         )
     if rig.gpus:
-        twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
-        more = rig.model_copy(update={"gpus": (*rig.gpus, twin)})
-        steps.append(lambda: attempt(f"another {twin.name}", "a GPU more", {}, more, "add_gpu"))
+        twin = rig.gpus[-1].name
+        steps.append(
+            lambda: attempt(
+                f"another {twin}", "a GPU more", {}, rig_after(rig, "add_gpu"), "add_gpu"
+            )
+        )
     extra = max(rig.ram_total_bytes, 16 * GIB)
-    bigger = rig.model_copy(
-        update={
-            "ram_total_bytes": rig.ram_total_bytes + extra,
-            "ram_available_bytes": (rig.ram_available_bytes or rig.ram_total_bytes) + extra
-            if rig.ram_available_bytes is not None
-            else None,
-        }
-    )
+    more_ram = f"add_ram:{extra}"
     steps.append(
         lambda: attempt(
-            f"{extra // GIB} GiB more RAM", "more system memory", {}, bigger, f"add_ram:{extra}"
+            f"{extra // GIB} GiB more RAM",
+            "more system memory",
+            {},
+            rig_after(rig, more_ram),
+            more_ram,
         )
     )
     context_found = False

@@ -466,29 +466,15 @@ class MainWindow(QMainWindow):
 
     def apply_suggestion(self, idea: object) -> None:
         """One click: the change a suggestion names, undoable from the same line."""
-        from rigspark_gui.core.rig import GIB
-        from rigspark_gui.core.suggest import Suggestion
+        from rigspark_gui.core.suggest import Suggestion, rig_after
 
         assert isinstance(idea, Suggestion)
         rig = self.session.rig
         if rig is None:
             return
         self._applied = (self.session.settings, rig, idea.change)
-        if idea.rig_change == "add_gpu" and rig.gpus:
-            twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
-            self.rig_panel.use_rig(
-                rig.model_copy(update={"gpus": (*rig.gpus, twin)}), f"a what-if: {idea.change}"
-            )
-        elif idea.rig_change.startswith("add_ram:"):
-            extra = int(idea.rig_change.removeprefix("add_ram:"))
-            avail = rig.ram_available_bytes
-            more = rig.model_copy(
-                update={
-                    "ram_total_bytes": rig.ram_total_bytes + extra,
-                    "ram_available_bytes": avail + extra if avail is not None else None,
-                }
-            )
-            self.rig_panel.use_rig(more, f"a what-if: {extra // GIB} GiB more RAM")
+        if idea.rig_change:
+            self.rig_panel.use_rig(rig_after(rig, idea.rig_change), f"a what-if: {idea.change}")
         if idea.settings:
             self.session.update_settings(**idea.settings)
         self.statusBar().showMessage(f"Applied: {idea.change} (Undo beside the suggestions)", 8000)

@@ -180,3 +180,23 @@ def test_the_window_lists_them_first_and_plans_one(
     picker.activated.emit(ids.index("ollama:tiny:latest"))
     assert w.session.spec.ollama_tag == "tiny:latest"
     assert w.session.plan is not None and w.session.plan.recommended is not None
+
+
+def test_a_folder_that_is_not_there_is_one_line(capsys, tmp_path: Path) -> None:
+    assert main(["models", "--local", "--folder", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such folder" in err
+
+
+def test_split_models_are_listed_once_with_every_part_counted(tmp_path: Path) -> None:
+    from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
+
+    folder = tmp_path / "split"
+    folder.mkdir()
+    for i in (1, 2, 3):
+        (folder / f"big-Q4_K_M-{i:05d}-of-00003.gguf").write_bytes(b"x" * (100 * i))
+    found = find_local_models(env={}, home=tmp_path / "nohome", folders=[folder]).found
+    assert [m.path.name for m in found] == ["big-Q4_K_M-00001-of-00003.gguf"]
+    assert found[0].size_bytes == 600
+    assert shard_names("a.gguf") is None and is_first_shard("a.gguf")
+    assert not is_first_shard("big-Q4_K_M-00002-of-00003.gguf")
