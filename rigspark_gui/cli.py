@@ -73,6 +73,26 @@ def _min_speed(text: str) -> float:
     return v
 
 
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction: {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
+    return v
+
+
+def _gb(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size in GB: {text!r}") from None
+    if not 0 <= v <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1048576 GB, got {text}")
+    return v
+
+
 CALIBRATION_QUANTS = ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0")
 
 
@@ -129,7 +149,25 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend",
         default="llama.cpp",
-        choices=("llama.cpp", "ollama", "lm-studio", "koboldcpp", "vllm", "mlx"),
+        choices=("llama.cpp", "ollama", "lm-studio", "koboldcpp", "vllm", "sglang", "mlx"),
+    )
+    serving = p.add_argument_group("serving engines (--backend vllm or sglang)")
+    serving.add_argument(
+        "--memory-utilization",
+        type=_fraction,
+        metavar="F",
+        help="vLLM --gpu-memory-utilization / SGLang --mem-fraction-static (default: theirs)",
+    )
+    serving.add_argument("--tensor-parallel", type=_positive, metavar="N", help="TP size")
+    serving.add_argument("--pipeline-parallel", type=_positive, metavar="N", help="PP size")
+    serving.add_argument(
+        "--max-num-seqs", type=_positive, metavar="N", help="requests batched at once"
+    )
+    serving.add_argument(
+        "--max-num-batched-tokens", type=_positive, metavar="N", help="tokens per step"
+    )
+    serving.add_argument(
+        "--cpu-offload-gb", type=_gb, metavar="GB", default=0.0, help="vLLM weights kept in RAM"
     )
     p.add_argument(
         "--gpu-backend",
@@ -337,7 +375,23 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
         prompt_tokens=args.prompt_tokens,
         gpu_backend=args.gpu_backend,
         **extra,
+        **_serving_values(args),
     )
+
+
+def _serving_values(args: argparse.Namespace) -> dict[str, object]:
+    """The serving-engine flags the user gave (settings refuse them for other engines)."""
+    names = (
+        "memory_utilization",
+        "tensor_parallel",
+        "pipeline_parallel",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    )
+    out: dict[str, object] = {n: getattr(args, n) for n in names if getattr(args, n, None)}
+    if getattr(args, "cpu_offload_gb", 0):
+        out["cpu_offload_gb"] = args.cpu_offload_gb
+    return out
 
 
 def _note(text: str) -> None:

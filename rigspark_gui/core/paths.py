@@ -1,7 +1,8 @@
 """Every execution path a rig offers for one model (the idea of `plan.rs`).
 
 Paths: `unified` (shared memory), `gpu` (largest single GPU), `multi-gpu` (all peers of
-one vendor), `cpu-offload` (GPUs plus RAM: as many slots on the GPUs as fit), `cpu`.
+one vendor), `multi-host` (those peers on every host of the rig, over llama.cpp RPC),
+`cpu-offload` (GPUs plus RAM: as many slots on the GPUs as fit), `cpu`.
 Each reports fit, the best quantization that fits, required and usable bytes, the
 shortfall, a reason, and speed. The recommended path is the first that fits.
 """
@@ -40,6 +41,7 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.quality import QuantQuality
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
+from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import (
     DecodeShape,
@@ -51,6 +53,8 @@ from rigspark_gui.core.speed import (
     decode_time,
     estimate_prefill_reads,
     layers_in_ranges,
+    remote_runs,
+    rpc_seconds,
     throughput_of,
 )
 
@@ -62,6 +66,7 @@ class PathName(StrEnum):
     UNIFIED = "unified"
     GPU = "gpu"
     MULTI_GPU = "multi-gpu"
+    MULTI_HOST = "multi-host"
     CPU_OFFLOAD = "cpu-offload"
     CPU = "cpu"
 
@@ -143,6 +148,9 @@ class PathPlan(Frozen):
     quality: QuantQuality | None = Field(
         default=None, description="the quantization's measured quality cost, with its basis"
     )
+    serving: ServingPlan | None = Field(
+        default=None, description="a serving engine's own start-up figures (vLLM, SGLang)"
+    )
 
     @property
     def tok_s(self) -> float | None:
@@ -195,9 +203,13 @@ def engine_paths(cands: list[PathCandidate], rig: Rig, backend: Backend) -> list
 
 
 def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
+    """Single-host paths use this machine's GPUs; `multi-host` adds the other hosts'
+    (theirs first: llama.cpp lists RPC devices before local ones, so the head and the
+    last layers stay on this machine)."""
     out: list[PathCandidate] = []
-    unified = [i for i, g in enumerate(rig.gpus) if g.unified and g.memory_bytes > 0]
-    discrete = [i for i, g in enumerate(rig.gpus) if is_discrete(g)]
+    local = rig.local_gpus
+    unified = [i for i in local if rig.gpus[i].unified and rig.gpus[i].memory_bytes > 0]
+    discrete = [i for i in local if is_discrete(rig.gpus[i])]
     if not cpu_only:
         # a unified-memory SoC (Apple, GB10, Strix Halo) plans on its one pool, also when
         # a rig file names the chip without setting unified_memory
@@ -210,12 +222,23 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
             out.append(PathCandidate(PathName.GPU, [largest]))
             if len(peers) > 1:
                 out.append(PathCandidate(PathName.MULTI_GPU, peers))
+            remote = remote_peers(rig, vendor)
+            if remote:
+                out.append(PathCandidate(PathName.MULTI_HOST, [*remote, *peers]))
             out.append(PathCandidate(PathName.CPU_OFFLOAD, peers))
     out.append(PathCandidate(PathName.CPU, []))
     return out
 
 
-GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU)
+def remote_peers(rig: Rig, vendor: Vendor) -> list[int]:
+    """The other hosts' discrete GPUs of one vendor, host by host in the rig's order."""
+    order = {name: i for i, name in enumerate(rig.host_names)}
+    ids = [i for i, g in enumerate(rig.gpus) if g.host and is_discrete(g) and g.vendor == vendor]
+    return sorted(ids, key=lambda i: (order.get(rig.gpus[i].host, len(order)), i))
+
+
+GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU, PathName.MULTI_HOST)
+SPLIT_PATHS = (PathName.MULTI_GPU, PathName.MULTI_HOST)
 
 
 Ranges = list[tuple[str, int, int]]
@@ -240,7 +263,7 @@ def path_slots(
     ngl = ev.max_ngl(ids) if cand.name is PathName.CPU_OFFLOAD else n + 1
     ranges = llama_cpp_ranges(n, ngl, ev.default_split(ids), ids)
     tally = ev.tally_ranges(ranges)
-    if cand.name is PathName.MULTI_GPU and not all(t.fits for t in tally.values()):
+    if cand.name in SPLIT_PATHS and not all(t.fits for t in tally.values()):
         split = ev.fill_split(ids)
         filled = llama_cpp_ranges(n, ngl, split, ids)
         filled_tally = ev.tally_ranges(filled)
@@ -273,7 +296,7 @@ class Measure(NamedTuple):
 def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
     """Fit, required, usable, shortfall and breakdown of a path from its device tallies.
     GPU-only paths show their GPUs; RAM paths (and the unified pool) show every device."""
-    gpu_only = cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU
+    gpu_only = cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED
     required = usable = shortfall = weights = kv = compute = reserve = 0
     fits = True
     gpu_usable = 0
@@ -350,7 +373,7 @@ def _try_next(
     if like is None or cand.name is PathName.CPU_OFFLOAD or like.split is not None:
         return _try(spec, ctx, cand, quant, layout)
     trial = _try_same_slots(spec, ctx, cand, quant, layout, like)
-    if cand.name is PathName.MULTI_GPU and not trial.m.fits:
+    if cand.name in SPLIT_PATHS and not trial.m.fits:
         return _try(spec, ctx, cand, quant, layout)
     return trial
 
@@ -369,7 +392,7 @@ def _surely_too_big(layout: WeightsLayout, kv_bytes: int, bound: int, cand: Path
     """Weights plus KV beyond `_memory_bound` (the embeddings stay on the CPU, so a GPU-only
     path does not count them)."""
     need = layout.total_bytes + kv_bytes
-    if cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU:
+    if cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED:
         need -= layout.input_bytes
     return need > bound
 
@@ -439,7 +462,11 @@ def trial_time(trial: _Trial, rig: Rig, s: PlanSettings, speed: SpeedModel) -> D
         max(len(trial.ranges) - 1, 0),
         depth,
     )
-    return decode_time(shape, trial.layout, rig, s, speed)
+    t = decode_time(shape, trial.layout, rig, s, speed)
+    runs = remote_runs(trial.ranges, rig) if rig.hosts else 0
+    if runs and not isinstance(t, str):
+        t = t._replace(seconds=t.seconds + rpc_seconds(runs, rig, trial.ev.g.n_embd))
+    return t
 
 
 def _tok_s(t: DecodeTime | str | Throughput | None) -> float | None:
@@ -515,7 +542,7 @@ def search_path(
     context_ok = s.context <= spec.geometry.context_length
     ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
     bound = _memory_bound(rig, cand)
-    gpu_only = cand.name is PathName.GPU or cand.name is PathName.MULTI_GPU
+    gpu_only = cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED
     for i, q in enumerate(quants):
         last_one = i == len(quants) - 1
         if not last_one and weights_floor(spec, q, gpu_only) + ctx.kv_total > bound:

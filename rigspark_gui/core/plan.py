@@ -26,6 +26,8 @@ from rigspark_gui.core.paths import (
 )
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
 from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.serving import ServingPlan
+from rigspark_gui.core.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
@@ -67,6 +69,9 @@ class Plan(Frozen):
     device_loads: tuple[DeviceLoad, ...]
     kv_comparison: tuple[KvComparisonRow, ...] = ()
     notes: tuple[str, ...] = ()
+    serving: ServingPlan | None = Field(
+        default=None, description="vLLM/SGLang: the recommended (or shown) path's figures"
+    )
 
 
 def _validate(spec: ModelSpec, s: PlanSettings) -> None:
@@ -90,6 +95,8 @@ def plan(
     """Plan every path. kv_pairs: "none", "common" or "all" for the KV comparison.
     `ladders`: list every quantization that fits on each path (two dozen trials a path);
     without, each path stops at its choice, several times faster."""
+    if s.backend.serving:
+        return _serving_plan(spec, rig, s, speed)
     _validate(spec, s)
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
@@ -127,6 +134,30 @@ def plan(
         device_loads=loads,
         kv_comparison=comparison,
         notes=tuple(notes),
+    )
+
+
+def _serving_plan(spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel) -> Plan:
+    """vLLM and SGLang: every weight on the GPUs, the engine's claim and its KV pool. No
+    layer placement to edit (tensor parallelism shards every layer)."""
+    paths = serving_paths(spec, rig, s, speed)
+    recommended = choose_recommended(paths, spec, s.min_tok_s)
+    shown = recommended or paths[0]
+    notes: list[str] = list(rig.notes)
+    if shown.serving is not None:
+        notes += shown.serving.notes
+    return Plan(
+        model_id=spec.id,
+        model_name=spec.name,
+        rig_name=rig.name,
+        unified_memory=rig.unified_memory,
+        settings=s,
+        paths=paths,
+        recommended=recommended.path if recommended else None,
+        placement=None,
+        device_loads=serving_loads(shown),
+        notes=tuple(notes),
+        serving=shown.serving,
     )
 
 

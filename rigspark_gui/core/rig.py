@@ -70,6 +70,8 @@ class Gpu(DeviceSpec):
     pcie_generation: int | None = None
     pcie_width: int | None = None
     display_attached: bool | None = None
+    nvlink: bool = Field(default=False, description="joined to its host's peers by NVLink")
+    host: str = Field(default="", max_length=200, description="the host it is in; '' = this one")
 
     @model_validator(mode="after")
     def _free_within_total(self) -> Gpu:
@@ -105,6 +107,74 @@ class Cpu(DeviceSpec):
     )
 
 
+class NetworkPreset(StrEnum):
+    """Links between hosts, with the throughput and round trip a TCP stream really gets
+    (docs/validation-serving.md cites each figure)."""
+
+    GBE_1 = "1gbe"
+    GBE_10 = "10gbe"
+    GBE_25 = "25gbe"
+    GBE_100 = "100gbe"
+    INFINIBAND = "infiniband"
+    THUNDERBOLT = "thunderbolt"
+
+    @property
+    def label(self) -> str:
+        return _NETWORK[self][0]
+
+
+# preset -> (label, usable Gbit/s, round trip in microseconds)
+_NETWORK: dict[NetworkPreset, tuple[str, float, float]] = {
+    NetworkPreset.GBE_1: ("1 GbE", 0.94, 200.0),
+    NetworkPreset.GBE_10: ("10 GbE", 9.4, 60.0),
+    NetworkPreset.GBE_25: ("25 GbE", 23.5, 40.0),
+    NetworkPreset.GBE_100: ("100 GbE", 90.0, 25.0),
+    NetworkPreset.INFINIBAND: ("InfiniBand NDR", 380.0, 5.0),
+    NetworkPreset.THUNDERBOLT: ("Thunderbolt", 20.0, 100.0),
+}
+
+
+class Network(BaseModel):
+    """The link between a rig's hosts: a preset, or figures of its own (which win)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    preset: NetworkPreset | None = NetworkPreset.GBE_10
+    bandwidth_gbps: float | None = Field(default=None, gt=0, le=10000, description="Gbit/s")
+    latency_us: float | None = Field(default=None, ge=0, le=1e6, description="round trip, µs")
+
+    @property
+    def gbit_s(self) -> float:
+        if self.bandwidth_gbps is not None:
+            return self.bandwidth_gbps
+        return _NETWORK[self.preset or NetworkPreset.GBE_10][1]
+
+    @property
+    def round_trip_s(self) -> float:
+        if self.latency_us is not None:
+            return self.latency_us * 1e-6
+        return _NETWORK[self.preset or NetworkPreset.GBE_10][2] * 1e-6
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.gbit_s * 1e9 / 8
+
+    @property
+    def label(self) -> str:
+        if self.bandwidth_gbps is not None or self.preset is None:
+            return f"{self.gbit_s:g} Gbit/s, {self.round_trip_s * 1e6:g} µs"
+        return self.preset.label
+
+
+class Host(BaseModel):
+    """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    name: str = Field(min_length=1, max_length=200)
+    address: str = Field(default="", max_length=200, description="host name or IP to reach it")
+    ram_total_bytes: int = Field(default=0, ge=0)
+    cpu: Cpu = Field(default_factory=Cpu)
+
+
 class Rig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     schema_version: int = RIG_SCHEMA_VERSION
@@ -119,6 +189,30 @@ class Rig(BaseModel):
     edited: bool = False
     notes: tuple[str, ...] = Field(default=(), description="detection warnings, shown to the user")
     provenance: dict[str, Provenance] = Field(default_factory=dict)
+    hosts: tuple[Host, ...] = Field(
+        default=(), description="other machines joined over `network` (this one is not listed)"
+    )
+    network: Network | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hosts_own_gpus(cls, raw: object) -> object:
+        """A host may list its GPUs inside it (the natural way to write a rig file): they
+        join `gpus`, tagged with the host's name and numbered within it."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("hosts"), (list, tuple)):
+            return raw
+        gpus = list(raw.get("gpus", ()))
+        hosts = []
+        for h in raw["hosts"]:
+            if isinstance(h, dict) and "gpus" in h:
+                h = dict(h)
+                own = h.pop("gpus")
+                for i, g in enumerate(own if isinstance(own, (list, tuple)) else ()):
+                    if isinstance(g, dict):
+                        g = {"index": i, **g, "host": h.get("name", "")}
+                    gpus.append(g)
+            hosts.append(h)
+        return {**raw, "gpus": gpus, "hosts": hosts}
 
     @model_validator(mode="after")
     def _check(self) -> Rig:
@@ -126,7 +220,31 @@ class Rig(BaseModel):
             raise ValueError(f"unsupported rig schema_version {self.schema_version}")
         if self.ram_available_bytes is not None and self.ram_available_bytes > self.ram_total_bytes:
             raise ValueError("ram_available_bytes exceeds ram_total_bytes")
+        names = [h.name for h in self.hosts]
+        if len(set(names)) != len(names):
+            raise ValueError("two hosts share a name")
+        unknown = {g.host for g in self.gpus} - {"", *names}
+        if unknown:
+            raise ValueError(f"a GPU names host {sorted(unknown)[0]!r}, which is not in hosts")
         return self
+
+    @property
+    def local_gpus(self) -> tuple[int, ...]:
+        """Indexes of the GPUs in this machine (the ones single-host paths use)."""
+        return tuple(i for i, g in enumerate(self.gpus) if not g.host)
+
+    def host_of(self, gpu_index: int) -> str:
+        """The host name of a GPU ('' = this machine)."""
+        return self.gpus[gpu_index].host
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """'' (this machine) first, then every other host in order."""
+        return ("", *(h.name for h in self.hosts))
+
+    @property
+    def link(self) -> Network:
+        return self.network or Network()
 
     @property
     def ram_usable_bytes(self) -> int:

@@ -23,6 +23,7 @@ class Backend(StrEnum):
     LM_STUDIO = "lm-studio"
     KOBOLDCPP = "koboldcpp"
     VLLM = "vllm"
+    SGLANG = "sglang"
     MLX = "mlx"
 
     @property
@@ -30,6 +31,12 @@ class Backend(StrEnum):
         """Ollama, LM Studio and koboldcpp run llama.cpp underneath: same allocator,
         same figures."""
         return self in (Backend.LLAMA_CPP, Backend.OLLAMA, Backend.LM_STUDIO, Backend.KOBOLDCPP)
+
+    @property
+    def serving(self) -> bool:
+        """Serving engines (vLLM, SGLang): every weight on the GPUs, a memory budget taken
+        up front and a paged KV pool shared by the requests."""
+        return self in (Backend.VLLM, Backend.SGLANG)
 
     @property
     def label(self) -> str:
@@ -78,6 +85,7 @@ _BACKEND_KV: dict[Backend, tuple[KvCacheType, ...]] = {
     Backend.OLLAMA: (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0),
     Backend.KOBOLDCPP: (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0),
     Backend.VLLM: (KvCacheType.F16, KvCacheType.BF16, KvCacheType.FP8),
+    Backend.SGLANG: (KvCacheType.F16, KvCacheType.BF16, KvCacheType.FP8),
     Backend.MLX: (KvCacheType.F16, KvCacheType.BF16),
 }
 _BACKEND_LABELS = {
@@ -86,6 +94,7 @@ _BACKEND_LABELS = {
     Backend.LM_STUDIO: "LM Studio",
     Backend.KOBOLDCPP: "koboldcpp",
     Backend.VLLM: "vLLM",
+    Backend.SGLANG: "SGLang",
     Backend.MLX: "MLX",
 }
 
@@ -128,9 +137,37 @@ class PlanSettings(Frozen):
         le=100000,
         description="Auto: the best quality reaching this decode speed (0 = best that fits)",
     )
+    # serving engines only (vLLM, SGLang); None = the engine's own default
+    memory_utilization: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="vLLM gpu_memory_utilization / SGLang mem_fraction_static",
+    )
+    tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=1024)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 16)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
+    cpu_offload_gb: float = Field(default=0, ge=0, le=1 << 20, description="vLLM --cpu-offload-gb")
 
     @model_validator(mode="after")
     def _check(self) -> PlanSettings:
+        serving_knobs = {
+            "--memory-utilization": self.memory_utilization,
+            "--tensor-parallel": self.tensor_parallel,
+            "--pipeline-parallel": self.pipeline_parallel,
+            "--max-num-seqs": self.max_num_seqs,
+            "--max-num-batched-tokens": self.max_num_batched_tokens,
+            "--cpu-offload-gb": self.cpu_offload_gb or None,
+        }
+        if not self.backend.serving:
+            knob = next((k for k, v in serving_knobs.items() if v is not None), None)
+            if knob is not None:
+                raise InvalidSettingsError(
+                    f"{knob} is a vLLM/SGLang setting: add --backend vllm or --backend sglang"
+                )
+        if self.backend is Backend.SGLANG and self.cpu_offload_gb:
+            raise InvalidSettingsError("--cpu-offload-gb is a vLLM option; SGLang has none here")
         ggml = self.backend.ggml_based or self.backend is Backend.MLX
         if ggml and (self.kv_k is KvCacheType.FP8 or self.kv_v is KvCacheType.FP8):
             raise InvalidSettingsError("the fp8 KV cache is a vLLM option; llama.cpp has none")

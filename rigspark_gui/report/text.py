@@ -8,6 +8,7 @@ from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.ranking import RankedModel, Verdict
+from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
@@ -18,6 +19,8 @@ def path_label(p: PathPlan) -> str:
         return "gpu (1 GPU)"
     if p.path is PathName.MULTI_GPU:
         return f"multi-gpu ({p.gpu_count} GPUs)"
+    if p.path is PathName.MULTI_HOST:
+        return f"multi-host ({p.gpu_count} GPUs)"
     return p.path.value
 
 
@@ -86,6 +89,8 @@ def format_plan(plan: Plan) -> str:
             lines.append(f"  Fits on this path: {rungs}")
     else:
         lines.append("No path fits this model at this context.")
+    if plan.serving is not None:
+        lines += ["", format_serving(plan.serving)]
     if plan.device_loads:
         lines += ["", format_loads(plan.device_loads)]
     if plan.kv_comparison:
@@ -94,6 +99,32 @@ def format_plan(plan: Plan) -> str:
             pair = row.kv_k.value if row.kv_k == row.kv_v else f"{row.kv_k.value}/{row.kv_v.value}"
             limits = ", ".join(f"{lim.path.value} {tokens(lim.max_context)}" for lim in row.limits)
             lines.append(f"  {pair:<14} {gib(row.kv_bytes, 2):>10}   {limits}")
+    return "\n".join(lines)
+
+
+def format_serving(sp: ServingPlan) -> str:
+    """The engine's start-up lines, as it would print them, and the concurrency table."""
+    engine = "vLLM" if sp.engine == "vllm" else "SGLang"
+    knob = "gpu_memory_utilization" if sp.engine == "vllm" else "mem_fraction_static"
+    lines = [
+        f"{engine}: {sp.format}, tensor parallel {sp.tensor_parallel} × pipeline parallel "
+        f"{sp.pipeline_parallel}, {knob} {sp.memory_utilization:g}",
+        f"  per GPU: weights {human_bytes(sp.weights_bytes)}, activation peak "
+        f"{human_bytes(sp.activation_bytes)}, non-torch {human_bytes(sp.non_torch_bytes)}, "
+        f"CUDA graphs {human_bytes(sp.cuda_graph_bytes)}",
+        f"  KV cache {human_bytes(sp.kv_cache_bytes)}: {sp.kv_cache_tokens:,} tokens; "
+        f"max_model_len {sp.max_model_len:,}: {sp.max_concurrency:.2f}× concurrency",
+    ]
+    if sp.refusal:
+        lines.append(f"  {engine} refuses: {sp.refusal}")
+        lines.append(f"  Largest max_model_len it accepts: {sp.largest_max_model_len:,}")
+    if sp.concurrency:
+        shown = ", ".join(
+            f"{c.users}: {c.per_user_tok_s:.0f}/user, {c.total_tok_s:.0f} total"
+            for c in sp.concurrency
+        )
+        lines.append(f"  Decode tok/s by concurrent users: {shown}")
+    lines += [f"  Note: {n}" for n in sp.notes]
     return "\n".join(lines)
 
 

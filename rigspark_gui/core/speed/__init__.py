@@ -28,6 +28,11 @@ from rigspark_gui.core.speed.model import (
     QuantFamily,
     SpeedModel,
 )
+from rigspark_gui.core.speed.network import (
+    remote_runs,
+    rpc_seconds,
+    weights_transfer_seconds,
+)
 from rigspark_gui.core.speed.placed import (
     bytes_read_per_token,
     decode_depth,
@@ -61,5 +66,8 @@ __all__ = [
     "estimate_prefill_reads",
     "layers_in_ranges",
     "quant_family",
+    "remote_runs",
+    "rpc_seconds",
     "throughput_of",
+    "weights_transfer_seconds",
 ]

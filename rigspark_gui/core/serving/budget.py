@@ -1,0 +1,127 @@
+"""How vLLM (V1 engine) and SGLang size GPU memory at start-up, one GPU (rank) at a time.
+
+vLLM (vllm/v1/worker/gpu_worker.py, determine_available_memory): it claims
+`gpu_memory_utilization` × total memory, loads the weights, runs one profiling forward
+pass of `max_num_batched_tokens` tokens plus a dummy sampling step over `max_num_seqs`
+rows, and hands what is left of the claim after weights, the activation peak and the
+non-torch growth (cuBLAS workspaces, NCCL buffers) to the KV cache. CUDA graphs are
+captured afterwards, out of the memory outside the claim.
+
+SGLang (python/sglang/srt/model_executor/model_runner.py, profile_max_num_token): after
+loading the weights it measures free memory and gives the KV pool everything above
+`(1 - mem_fraction_static)` × total memory; activations and CUDA graphs live in that
+remainder.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.rig import Gpu
+from rigspark_gui.core.settings import Backend
+
+GIB = 1 << 30
+BLOCK_SIZE = 16  # vLLM's default KV block (tokens) on CUDA
+VLLM_DEFAULT_UTIL = 0.9
+# The CUDA context and the libraries loaded with it take this much before vLLM's or
+# SGLang's first measurement: it is not in any budget but must be free.
+CUDA_CONTEXT_BYTES = 500 << 20
+
+
+class EngineDefaults(NamedTuple):
+    memory_utilization: float
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+
+def vllm_defaults(gpu: Gpu) -> EngineDefaults:
+    """`vllm serve` defaults (vllm/engine/arg_utils.py, _set_default_args): larger batches
+    on GPUs of 70 GiB or more other than the A100."""
+    total = gpu.memory_total_bytes or 0
+    big = total >= 70 * GIB and "a100" not in gpu.name.lower()
+    return EngineDefaults(VLLM_DEFAULT_UTIL, 1024 if big else 256, 8192 if big else 2048)
+
+
+# SGLang 0.5.3+ defaults by the smallest GPU's memory (python/sglang/srt/server_args.py,
+# _handle_gpu_memory_settings): upper bound in GiB -> (chunked_prefill_size,
+# cuda_graph_max_bs below TP 4, at TP 4 and above).
+_SGLANG_TIERS = (
+    (20, 2048, 8, 8),
+    (35, 2048, 24, 80),
+    (60, 4096, 32, 160),
+    (90, 8192, 256, 512),
+    (160, 8192, 256, 512),
+    (1 << 30, 16384, 512, 512),
+)
+
+
+def sglang_defaults(gpu: Gpu, tp: int, pp: int = 1) -> EngineDefaults:
+    """mem_fraction_static = (memory - reserved) / memory, reserved (MiB) = 512 +
+    1.5 x chunked_prefill_size + 2 x cuda_graph_max_bs + tp x pp / 8 x 1024, at least
+    10 GiB on GPUs over 60 GiB; memory is nvidia-smi's total in MiB."""
+    mib = (gpu.memory_total_bytes or 0) / (1 << 20)
+    chunk, small_bs, big_bs = next((c, a, b) for top, c, a, b in _SGLANG_TIERS if mib < top * 1024)
+    graph_bs = small_bs if tp < 4 else big_bs
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    fraction = round((mib - reserved) / mib, 3) if mib > reserved else 0.5
+    return EngineDefaults(fraction, graph_bs, chunk)
+
+
+def engine_defaults(backend: Backend, gpu: Gpu, tp: int, pp: int = 1) -> EngineDefaults:
+    """For SGLang, max_num_seqs carries cuda_graph_max_bs (its running-request limit
+    follows from the pool instead)."""
+    if backend is Backend.SGLANG:
+        return sglang_defaults(gpu, tp, pp)
+    return vllm_defaults(gpu)
+
+
+def activation_peak(g: Geometry, tp: int, batched_tokens: int, seqs: int) -> int:
+    """vLLM's profiled torch peak: the larger of the forward pass over `batched_tokens`
+    tokens (residual, attention and MLP intermediates, 16-bit) and the dummy sampler over
+    min(seqs, batched_tokens) rows of float32 logits (logits, probabilities and the
+    top-p/top-k sort's values and int64 indices)."""
+    ff = max(g.n_ff, g.n_ff_expert * max(g.n_expert_used, 1))
+    q_width = g.n_head * g.head_dim_k
+    per_token = 2 * (4 * g.n_embd + (q_width + 2 * q_width) // tp + 3 * ff // tp)
+    forward = batched_tokens * per_token
+    rows = min(seqs, batched_tokens)
+    sampler = rows * g.n_vocab * SAMPLER_BYTES_PER_LOGIT
+    return max(forward, sampler)
+
+
+# float32 logits, their probabilities, the sorted copy and its int64 indices
+SAMPLER_BYTES_PER_LOGIT = 4 + 4 + 4 + 8
+
+
+def non_torch_bytes(tp: int, pp: int) -> int:
+    """Memory vLLM sees grow outside torch during profiling: cuBLAS/cuDNN workspaces, and
+    NCCL's communicator buffers when ranks talk to each other."""
+    return (150 << 20) + ((350 << 20) if tp * pp > 1 else 0)
+
+
+def cuda_graph_bytes(g: Geometry, tp: int, max_batch: int) -> int:
+    """Memory CUDA-graph capture takes (outside vLLM's claim, inside SGLang's remainder):
+    the graph pool's activation buffers for the largest captured batch plus per-graph
+    bookkeeping."""
+    ff = max(g.n_ff, g.n_ff_expert * max(g.n_expert_used, 1))
+    per_token = 2 * (4 * g.n_embd + 3 * ff // tp)
+    return max_batch * per_token + g.n_layer * (4 << 20)
+
+
+def kv_bytes_per_token(g: Geometry, layers: range, tp: int, kv_bytes: int) -> int:
+    """KV bytes one token takes on one rank over `layers`: K and V of the rank's heads
+    (whole heads replicated when TP exceeds them); MLA keeps one latent row per layer."""
+    total = 0
+    for il in layers:
+        heads = g.kv_heads(il)
+        if heads == 0:
+            continue
+        if g.is_mla:
+            total += ((g.kv_lora_rank or 0) + (g.rope_head_dim or 0)) * kv_bytes
+            continue
+        per_rank = max(heads // tp, 1)
+        total += per_rank * (g.head_dim_k + g.head_dim_v) * kv_bytes
+    return total

@@ -1,0 +1,150 @@
+"""Weights as a serving engine loads them: the Hugging Face checkpoint's own dtype, every
+tensor on the GPUs, sharded by tensor parallelism and split into pipeline stages.
+
+Formats (bytes per element of a linear layer's weight, plus its scales):
+- BF16: 2 bytes. FP8 (W8A8, per-channel scales as compressed-tensors and
+  `--quantization fp8` store them): 1 byte + 4 bytes per output channel.
+- INT8 (compressed-tensors w8a8): 1 byte + 4 bytes per output channel.
+- AWQ / GPTQ 4-bit, group 128: 0.5 byte + per group an fp16 scale and a packed 4-bit
+  zero point; GPTQ also keeps an int32 group index per input row.
+Embeddings, the LM head, norms and MoE routers stay 16-bit in every format (vLLM and
+SGLang do not quantize them).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from rigspark_gui.core.memory import synthesize_tensors
+from rigspark_gui.core.model_spec import Geometry, TensorGroup
+
+GROUP = 128
+
+
+class ServingFormat(NamedTuple):
+    name: str
+    label: str
+    linear_bytes: float  # per weight element
+    per_channel_bytes: int  # per output channel (scales)
+    per_group_bytes: float  # per group of GROUP input elements and output channel
+    per_input_row_bytes: int  # GPTQ's g_idx
+    quant_method: str  # vLLM --quantization / config quant_method ("" = none)
+    words: str
+
+
+FORMATS: dict[str, ServingFormat] = {
+    f.name: f
+    for f in (
+        ServingFormat("BF16", "BF16", 2.0, 0, 0.0, 0, "", "the model's own 16-bit weights"),
+        ServingFormat("FP8", "FP8", 1.0, 4, 0.0, 0, "fp8", "8-bit float weights (W8A8)"),
+        ServingFormat("INT8", "INT8 W8A8", 1.0, 4, 0.0, 0, "compressed-tensors", "8-bit int"),
+        ServingFormat("AWQ", "AWQ 4-bit", 0.5, 0, 2.5, 0, "awq", "4-bit AWQ, group 128"),
+        ServingFormat("GPTQ", "GPTQ 4-bit", 0.5, 0, 2.5, 4, "gptq", "4-bit GPTQ, group 128"),
+    )
+}
+# Auto's order, best quality first (AWQ and GPTQ are the same size class; AWQ is the
+# one most 4-bit checkpoints on the Hub ship).
+AUTO_FORMATS = ("BF16", "FP8", "INT8", "AWQ")
+
+
+class RankWeights(NamedTuple):
+    """Weight bytes by where they live, before any split."""
+
+    embedding: int  # vocab-parallel: sharded by TP, on the first pipeline stage
+    head: int  # LM head and final norm: sharded by TP, on the last stage (0 when tied)
+    layers: tuple[int, ...]  # per block, the TP-sharded part (already divided by tp)
+    n_params: int
+    active_params: int  # read per token (MoE: the routed share of experts)
+
+
+def _is_linear(name: str, shape: tuple[int, ...]) -> bool:
+    return len(shape) >= 2 and "ffn_gate_inp" not in name and "norm" not in name
+
+
+def _tensor_bytes(fmt: ServingFormat, name: str, shape: tuple[int, ...], block: bool) -> float:
+    n = 1
+    for d in shape:
+        n *= d
+    if not block or not _is_linear(name, shape):
+        return 2.0 * n
+    inp, out = shape[0], shape[1]
+    rest = n // (inp * out)  # experts
+    groups = -(-inp // GROUP)
+    return (
+        fmt.linear_bytes * n
+        + fmt.per_channel_bytes * out * rest
+        + fmt.per_group_bytes * groups * out * rest
+        + fmt.per_input_row_bytes * inp * rest
+    )
+
+
+def _kv_share(g: Geometry, layer: int, tp: int) -> float:
+    """The share of a layer's K/V projection one rank holds: 1/tp, or whole heads
+    replicated when TP exceeds the KV heads (vLLM and SGLang both do this)."""
+    heads = g.kv_heads(layer)
+    if heads == 0:
+        return 1.0 / tp
+    return max(heads // tp, 1) / heads if heads >= tp else 1.0 / heads
+
+
+@lru_cache(maxsize=64)
+def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
+    """Bytes one tensor-parallel rank holds, per block and for the embedding and head."""
+    fmt = FORMATS[fmt_name]
+    layers = [0.0] * g.n_layer
+    embedding = head = 0.0
+    n_params = 0
+    active = 0.0
+    share_used = g.n_expert_used / g.n_expert if g.n_expert else 1.0
+    for t in synthesize_tensors(g, "BF16"):
+        b = _tensor_bytes(fmt, t.name, t.shape, t.group is TensorGroup.BLOCK)
+        n = t.n_elements
+        n_params += n
+        active += n * (share_used if t.expert else 1.0)
+        if t.group is TensorGroup.INPUT:
+            embedding += b / tp
+        elif t.group is TensorGroup.OUTPUT:
+            head += b / tp if len(t.shape) >= 2 else b
+        elif t.layer is not None:
+            if len(t.shape) < 2:
+                layers[t.layer] += b  # norms: replicated on every rank
+            elif "attn_k" in t.name or "attn_v" in t.name:
+                layers[t.layer] += b * _kv_share(g, t.layer, tp)
+            else:
+                layers[t.layer] += b / tp
+    # the rotary cos/sin table vLLM and SGLang build for the trained context, 16-bit
+    rope = g.context_length * (g.rope_head_dim or g.head_dim_k) * 2
+    return RankWeights(
+        int(embedding) + rope, int(head), tuple(int(x) for x in layers), n_params, int(active)
+    )
+
+
+def pp_partition(n_layer: int, pp: int) -> tuple[int, ...]:
+    """Blocks per pipeline stage as vLLM splits them (vllm/distributed/utils.py
+    get_pp_indices): even, the remainder going to the stages before the last."""
+    base = [n_layer // pp] * pp
+    for i in range(2, n_layer % pp + 2):
+        base[-i] += 1
+    return tuple(base)
+
+
+def stage_weights(w: RankWeights, stages: tuple[int, ...]) -> tuple[int, ...]:
+    """Bytes one GPU of each pipeline stage holds."""
+    out = []
+    start = 0
+    for i, n in enumerate(stages):
+        b = sum(w.layers[start : start + n])
+        if i == 0:
+            b += w.embedding
+        if i == len(stages) - 1:
+            b += w.head
+        out.append(b)
+        start += n
+    return tuple(out)
+
+
+def checkpoint_bytes(g: Geometry, fmt_name: str) -> int:
+    """The whole checkpoint (TP 1, one stage)."""
+    w = rank_weights(g, fmt_name, 1)
+    return w.embedding + w.head + sum(w.layers)

@@ -1,0 +1,224 @@
+"""Size one serving path: ranks laid out as pipeline stages of tensor-parallel GPUs, each
+GPU's budget as the engine divides it, the KV pool, the verdict the engine would give,
+and throughput against concurrent users."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.serving.budget import (
+    BLOCK_SIZE,
+    CUDA_CONTEXT_BYTES,
+    GIB,
+    activation_peak,
+    cuda_graph_bytes,
+    engine_defaults,
+    kv_bytes_per_token,
+    non_torch_bytes,
+)
+from rigspark_gui.core.serving.checkpoint import pp_partition, rank_weights, stage_weights
+from rigspark_gui.core.serving.model import GpuBudget, ServingPlan
+from rigspark_gui.core.serving.throughput import concurrency_curve
+from rigspark_gui.core.settings import Backend, PlanSettings
+from rigspark_gui.core.speed import SpeedModel
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def parallel_problem(g: Geometry, tp: int, pp: int, engine: str) -> str | None:
+    """The engine's own refusal of a TP/PP layout, or None."""
+    if g.n_head % tp:
+        return (
+            f"Total number of attention heads ({g.n_head}) must be divisible by tensor "
+            f"parallel size ({tp})."
+        )
+    if pp > g.n_layer:
+        return f"{engine} cannot split {g.n_layer} layers into {pp} pipeline stages."
+    return None
+
+
+def size_serving(
+    g: Geometry,
+    rig: Rig,
+    s: PlanSettings,
+    gpu_ids: Sequence[int],
+    tp: int,
+    pp: int,
+    fmt: str,
+    speed: SpeedModel | None,
+) -> ServingPlan:
+    """Every GPU's budget for `fmt` on `gpu_ids` (pp stages of tp GPUs, in order)."""
+    assert len(gpu_ids) == tp * pp, "a serving layout needs tp × pp GPUs"
+    engine = s.backend
+    name = engine.label
+    gpus = [rig.gpus[i] for i in gpu_ids]
+    smallest = min(gpus, key=lambda x: x.memory_total_bytes or 0)
+    d = engine_defaults(engine, smallest, tp, pp)
+    util = s.memory_utilization if s.memory_utilization is not None else d.memory_utilization
+    sglang = engine is Backend.SGLANG
+    # SGLang's defaults carry cuda_graph_max_bs; its request limit follows from the pool
+    seqs = s.max_num_seqs or d.max_num_seqs
+    batched = s.max_num_batched_tokens or d.max_num_batched_tokens
+    kv_b = 1 if s.kv_k is KvCacheType.FP8 else 2
+    stages = pp_partition(g.n_layer, pp)
+    w = rank_weights(g, fmt, tp)
+    per_stage = stage_weights(w, stages)
+    offload = int(s.cpu_offload_gb * GIB) if engine is Backend.VLLM else 0
+    nt = non_torch_bytes(tp, pp)
+    graph = cuda_graph_bytes(g, tp, d.max_num_seqs if sglang else min(seqs * 2, 512))
+    ctx_len = s.context
+    refusal = parallel_problem(g, tp, pp, name)
+    if refusal is None and ctx_len > g.context_length:
+        refusal = (
+            f"User-specified max_model_len ({ctx_len}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={g.context_length})."
+        )
+    budgets: list[GpuBudget] = []
+    blocks: list[int] = []
+    avail: list[tuple[int, int]] = []  # (KV bytes a rank has, KV bytes per token there)
+    start = 0
+    for stage, n_layers in enumerate(stages):
+        layers = range(start, start + n_layers)
+        start += n_layers
+        per_token = kv_bytes_per_token(g, layers, tp, kv_b)
+        last = stage == pp - 1
+        act = activation_peak(g, tp, batched, seqs if last else 0)
+        weights = max(per_stage[stage] - offload, 0)
+        for gpu_index in gpu_ids[stage * tp : (stage + 1) * tp]:
+            gpu = rig.gpus[gpu_index]
+            total = gpu.memory_total_bytes or 0
+            free = (gpu.memory_free_bytes if gpu.memory_free_bytes is not None else total) - (
+                CUDA_CONTEXT_BYTES
+            )
+            if engine is Backend.SGLANG:
+                # rest = free after loading - free before loading x (1 - fraction)
+                keep = int(free * (1 - util))
+                kv = free - weights - keep
+                claim = free - keep
+            else:
+                claim = int(total * util)
+                kv = claim - weights - act - nt
+                if refusal is None and free < claim:
+                    refusal = (
+                        f"Free memory on device ({free / GIB:.2f}/{total / GIB:.2f} GiB) on "
+                        f"startup is less than desired GPU memory utilization ({util}, "
+                        f"{claim / GIB:.2f} GiB). Decrease GPU memory utilization or reduce "
+                        "GPU memory used by other processes."
+                    )
+            budgets.append(
+                GpuBudget(
+                    device=f"gpu:{gpu_index}",
+                    name=gpu.name,
+                    host=gpu.host,
+                    total_bytes=total,
+                    budget_bytes=claim,
+                    weights_bytes=weights,
+                    activation_bytes=act,
+                    cuda_graph_bytes=graph,
+                    non_torch_bytes=nt,
+                    kv_cache_bytes=max(kv, 0),
+                    layers=n_layers,
+                )
+            )
+            avail.append((kv, per_token))
+            if engine is Backend.SGLANG:
+                blocks.append(max(kv, 0) // per_token if per_token else 0)
+            else:
+                page = BLOCK_SIZE * per_token
+                blocks.append(max(kv, 0) // page if page else 0)
+    unit = 1 if engine is Backend.SGLANG else BLOCK_SIZE
+    n_blocks = min(blocks) if blocks else 0
+    tokens = n_blocks * unit
+    need_blocks = math.ceil(ctx_len / unit)
+    worst_kv, worst_per_token = min(avail, key=lambda a: a[0] // max(a[1], 1))
+    largest = min(tokens, g.context_length)
+    if refusal is None and n_blocks <= 0:
+        refusal = (
+            "No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine."
+            if engine is Backend.VLLM
+            else "Not enough memory. Please try to increase --mem-fraction-static."
+        )
+    if refusal is None and n_blocks < need_blocks:
+        if engine is Backend.VLLM:
+            needed = need_blocks * BLOCK_SIZE * worst_per_token
+            refusal = (
+                f"To serve at least one request with the models's max seq len ({ctx_len}), "
+                f"({_gib(needed)} KV cache is needed, which is larger than the available KV "
+                f"cache memory ({_gib(max(worst_kv, 0))}). Based on the available memory, "
+                f"the estimated maximum model length is {largest}. Try increasing "
+                "`gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+                "the engine."
+            )
+        else:
+            # SGLang starts, then rejects each request longer than the pool
+            refusal = (
+                f"Input length ({ctx_len} tokens) exceeds the maximum allowed length "
+                f"({max(tokens - 6, 0)} tokens). Use a shorter input or enable "
+                "--allow-auto-truncate. (SGLang starts with a pool of "
+                f"{tokens} tokens and rejects every request this long.)"
+            )
+    concurrency = tokens / ctx_len if ctx_len else 0.0
+    if sglang and s.max_num_seqs is None:
+        # max_running_requests = min(pool // 2, request slots), the slots
+        # min(max(pool / context_len x 512, 2048), 4096) (managers/tp_worker.py)
+        slots = min(max(int(tokens / max(ctx_len, 1) * 512), 2048), 4096)
+        seqs = max(min(tokens // 2, slots), 1)
+    fits = refusal is None
+    notes: list[str] = []
+    if engine is Backend.VLLM and fits:
+        spare = min(
+            (b.total_bytes - b.budget_bytes - CUDA_CONTEXT_BYTES - b.cuda_graph_bytes)
+            for b in budgets
+        )
+        if spare < 0:
+            notes.append(
+                f"CUDA-graph capture needs {_gib(graph)} outside the {util:.2f} claim and "
+                "may run out of memory: lower --gpu-memory-utilization or add --enforce-eager"
+            )
+    if offload:
+        notes.append(
+            f"--cpu-offload-gb {s.cpu_offload_gb:g}: {_gib(offload)} of each GPU's weights "
+            "stay in RAM and cross PCIe on every step"
+        )
+    # the curve runs to the batch the engine takes or the pool holds at the decode depth;
+    # the pool's limit for full-length requests (max_concurrency) is drawn over it
+    depth = max(min(s.prompt_tokens, ctx_len), 1)
+    top_users = max(min(seqs, tokens // depth), 1)
+    curve, basis = (
+        concurrency_curve(g, rig, s, gpus, tp, pp, stages, w, fmt, top_users, speed, offload)
+        if fits
+        else ((), "unknown: does not fit")
+    )
+    return ServingPlan(
+        engine=engine.value,
+        format=fmt,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        memory_utilization=util,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=batched,
+        block_size=unit,
+        weights_bytes=max(b.weights_bytes for b in budgets),
+        activation_bytes=max(b.activation_bytes for b in budgets),
+        cuda_graph_bytes=graph,
+        non_torch_bytes=nt,
+        kv_cache_bytes=sum(max(b.kv_cache_bytes, 0) for b in budgets),
+        kv_cache_tokens=tokens,
+        max_model_len=ctx_len,
+        max_concurrency=round(concurrency, 2),
+        largest_max_model_len=largest,
+        fits=fits,
+        refusal=refusal,
+        cpu_offload_bytes=offload * len(gpus),
+        gpus=tuple(budgets),
+        concurrency=curve,
+        speed_basis=basis,
+        notes=tuple(notes),
+    )

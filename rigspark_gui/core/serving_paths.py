@@ -1,0 +1,276 @@
+"""The paths a serving engine (vLLM, SGLang) offers, as plans like every other path.
+
+`gpu` is one GPU (TP 1); `multi-gpu` this machine's peers, tensor parallel where the
+attention heads divide, else pipeline stages; `multi-host` every host's GPUs, tensor
+parallel inside a host and one pipeline stage per host (vLLM's advice for multi-node).
+An engine that keeps no layer on the CPU has no `cpu-offload` or `cpu` path;
+`--cpu-offload-gb` is modelled on every path instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rigspark_gui.core.errors import InvalidSettingsError
+from rigspark_gui.core.memory import param_count
+from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.paths import (
+    MemoryBreakdown,
+    PathCandidate,
+    PathName,
+    PathPlan,
+    QuantOption,
+    Reason,
+    candidate_paths,
+)
+from rigspark_gui.core.placement import DeviceLoad, Verdict
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.serving import (
+    AUTO_FORMATS,
+    BLOCK_SIZE,
+    FORMATS,
+    ServingPlan,
+    checkpoint_bytes,
+    parallel_problem,
+    size_serving,
+)
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.speed import Prefill, SpeedModel, Throughput, device_class
+
+SERVING_PATHS = (PathName.GPU, PathName.MULTI_GPU, PathName.MULTI_HOST)
+
+
+def serving_format(spec: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
+    """Checkpoint formats to try, best first: the one asked for, else Auto's list."""
+    if s.quant is None:
+        return AUTO_FORMATS
+    q = s.quant.upper()
+    if q in ("F16", "FP16", "BF16"):
+        return ("BF16",)
+    if q not in FORMATS:
+        names = ", ".join(FORMATS)
+        raise InvalidSettingsError(
+            f"{s.backend.label} loads Hugging Face checkpoints, not GGUF {s.quant}: "
+            f"choose a checkpoint format ({names})"
+        )
+    return (q,)
+
+
+def _layout(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate
+) -> tuple[list[int], int, int]:
+    """GPUs in rank order and (tp, pp) of a path."""
+    g = spec.geometry
+    ids = list(cand.gpu_ids)
+    if cand.name is PathName.GPU:
+        return ids, 1, 1
+    if cand.name is PathName.MULTI_HOST:
+        # one stage per host, this machine last (it serves the API): TP = GPUs per host
+        by_host: dict[str, list[int]] = {}
+        for i in ids:
+            by_host.setdefault(rig.gpus[i].host, []).append(i)
+        per_host = min(len(v) for v in by_host.values())
+        tp = s.tensor_parallel or per_host
+        pp = s.pipeline_parallel or len(by_host)
+        hosts = [h for h in rig.host_names if h in by_host]
+        hosts = [*hosts[1:], hosts[0]] if hosts and hosts[0] == "" else hosts
+        ranked = [i for h in hosts for i in by_host[h][:tp]]
+        return ranked[: tp * pp], tp, pp
+    k = len(ids)
+    if s.tensor_parallel or s.pipeline_parallel:
+        tp = s.tensor_parallel or max(k // (s.pipeline_parallel or 1), 1)
+        pp = s.pipeline_parallel or max(k // tp, 1)
+        return ids[: tp * pp], tp, pp
+    tp = max(d for d in range(1, k + 1) if k % d == 0 and g.n_head % d == 0)
+    return ids, tp, k // tp
+
+
+def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
+    cands = [c for c in candidate_paths(rig, False) if c.name in SERVING_PATHS]
+    if not cands:
+        raise InvalidSettingsError(
+            f"{s.backend.label} runs on GPUs and this rig has none it can use: choose "
+            "llama.cpp to plan the CPU"
+        )
+    wanted = (s.tensor_parallel or 1) * (s.pipeline_parallel or 1)
+    if wanted > 1:
+        # an explicit layout: the paths with enough GPUs for it
+        cands = [c for c in cands if c.name is not PathName.GPU and len(c.gpu_ids) >= wanted]
+        if not cands:
+            raise InvalidSettingsError(
+                f"--tensor-parallel × --pipeline-parallel asks for {wanted} GPUs; this rig "
+                f"has {len(rig.discrete_gpus)}"
+            )
+    return cands
+
+
+def _throughput(
+    sp: ServingPlan, speed: SpeedModel | None, rig: Rig, ids: Sequence[int]
+) -> Throughput:
+    if not sp.concurrency:
+        return Throughput(basis=sp.speed_basis or "unknown: does not fit")
+    one = sp.concurrency[0].per_user_tok_s
+    band = speed.decode.band if speed is not None and speed.decode is not None else None
+    low = one * band.low if band is not None else None
+    high = one * band.high if band is not None else None
+    return Throughput(
+        tok_s=one,
+        low_tok_s=low,
+        high_tok_s=high,
+        known=True,
+        basis=sp.speed_basis,
+        limiting_device=f"gpu:{ids[0]}",
+        depth=None,
+    )
+
+
+def _prefill(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, ids: Sequence[int], speed: SpeedModel | None
+) -> Prefill:
+    prompt = min(s.prompt_tokens, s.context)
+    if speed is None or speed.prefill is None:
+        return Prefill(prompt_tokens=prompt, basis="unknown: no speed calibration loaded")
+    flops = 0.0
+    for i in ids:
+        gpu = rig.gpus[i]
+        eff = speed.prefill.efficiency.get(device_class(gpu))
+        if gpu.fp16_tflops is None or eff is None:
+            return Prefill(prompt_tokens=prompt, basis=f"unknown: {gpu.name}'s FLOPS")
+        flops += gpu.fp16_tflops * 1e12 * eff
+    active = param_count(spec).active
+    seconds = 2 * active * prompt / flops
+    band = speed.prefill.band
+    return Prefill(
+        prompt_tokens=prompt,
+        seconds=seconds,
+        low_seconds=seconds / band.high,
+        high_seconds=seconds / band.low,
+        known=True,
+        basis="estimate: FP16 FLOPS × llama.cpp's calibrated share, summed over the GPUs",
+    )
+
+
+def plan_serving_path(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel | None, cand: PathCandidate
+) -> PathPlan:
+    g = spec.geometry
+    ids, tp, pp = _layout(spec, rig, s, cand)
+    formats = serving_format(spec, s)
+    tried: list[ServingPlan] = []
+    chosen: ServingPlan | None = None
+    for fmt in formats:
+        sp = size_serving(g, rig, s, ids, tp, pp, fmt, speed)
+        tried.append(sp)
+        if sp.fits and chosen is None:
+            chosen = sp
+    fitting = [sp for sp in tried if sp.fits]
+    shown = chosen or tried[-1]
+    kv_need = (
+        sum(
+            -(-s.context // BLOCK_SIZE)
+            * BLOCK_SIZE
+            * b.kv_cache_bytes
+            // max(shown.kv_cache_tokens, 1)
+            for b in shown.gpus
+        )
+        if shown.kv_cache_tokens
+        else 0
+    )
+    weights = sum(b.weights_bytes for b in shown.gpus)
+    act = sum(b.activation_bytes for b in shown.gpus)
+    nt = sum(b.non_torch_bytes for b in shown.gpus)
+    usable = sum(b.budget_bytes for b in shown.gpus)
+    # vLLM's claim holds the activation peak and non-torch growth; SGLang's fraction is
+    # the weights and the pool alone (activations live in the rest)
+    required = weights + kv_need + (act + nt if shown.engine == "vllm" else 0)
+    reason: Reason | None = None
+    shortfall: int | None = None
+    if s.context > g.context_length:
+        reason = Reason.CONTEXT
+    elif chosen is None:
+        reason = Reason.VRAM
+        shortfall = max(required - usable, 0) or None
+    ladder = tuple(
+        QuantOption.model_construct(
+            quant=sp.format,
+            required_bytes=sum(
+                b.weights_bytes + b.activation_bytes + b.non_torch_bytes for b in sp.gpus
+            ),
+            tok_s=sp.concurrency[0].per_user_tok_s if sp.concurrency else None,
+            quality=None,
+        )
+        for sp in fitting
+    )
+    choice = ""
+    if chosen is not None and chosen.format != formats[0]:
+        choice = f"{formats[0]} does not leave room for one {s.context}-token request"
+    return PathPlan(
+        path=cand.name,
+        fits=chosen is not None,
+        quant=shown.format,
+        required_bytes=required,
+        usable_bytes=usable,
+        shortfall_bytes=shortfall,
+        reason=reason,
+        gpu_count=len(ids),
+        devices=tuple(f"gpu:{i}" for i in ids),
+        ngl=None,
+        breakdown=MemoryBreakdown(
+            weights_bytes=weights, kv_bytes=kv_need, compute_bytes=act, reserve_bytes=nt
+        ),
+        throughput=_throughput(shown, speed, rig, ids),
+        prefill=_prefill(spec, rig, s, ids, speed)
+        if chosen is not None
+        else Prefill(prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"),
+        file_bytes=checkpoint_bytes(g, shown.format),
+        ladder=ladder,
+        choice=choice,
+        serving=shown,
+    )
+
+
+def serving_paths(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel | None
+) -> tuple[PathPlan, ...]:
+    g = spec.geometry
+    explicit = s.tensor_parallel is not None or s.pipeline_parallel is not None
+    out = []
+    for cand in _candidates(rig, s):
+        ids, tp, pp = _layout(spec, rig, s, cand)
+        if len(ids) < tp * pp:
+            continue  # an explicit layout larger than this path
+        problem = parallel_problem(g, tp, pp, s.backend.label)
+        if explicit and problem is not None:
+            raise InvalidSettingsError(problem)
+        out.append(plan_serving_path(spec, rig, s, speed, cand))
+    if not out:
+        raise InvalidSettingsError("no path of this rig has the GPUs this layout asks for")
+    return tuple(out)
+
+
+def serving_loads(path: PathPlan) -> tuple[DeviceLoad, ...]:
+    """Each GPU as the engine divides it, in the bars every surface draws."""
+    sp = path.serving
+    if sp is None:
+        return ()
+    out = []
+    for b in sp.gpus:
+        compute = b.activation_bytes + b.cuda_graph_bytes
+        total = b.weights_bytes + b.kv_cache_bytes + compute + b.non_torch_bytes
+        reserve = b.non_torch_bytes
+        verdict = Verdict.FITS if sp.fits else Verdict.OVER
+        out.append(
+            DeviceLoad(
+                device=b.device,
+                name=b.name if not b.host else f"{b.name} ({b.host})",
+                units=(),
+                weights_bytes=b.weights_bytes,
+                kv_bytes=b.kv_cache_bytes,
+                compute_bytes=compute,
+                reserve_bytes=reserve,
+                total_bytes=total,
+                capacity_bytes=b.total_bytes,
+                verdict=verdict,
+            )
+        )
+    return tuple(out)
