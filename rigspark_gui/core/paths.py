@@ -37,6 +37,7 @@ from rigspark_gui.core.placement import (
     device_loads,
     gpu_device,
     llama_cpp_ranges,
+    rig_devices,
     uniform_placement,
 )
 from rigspark_gui.core.quality import QuantQuality
@@ -626,7 +627,8 @@ def plan_path(
         prefill = Prefill(
             prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"
         )
-    devices = tuple(sorted({d for d, _, _ in shown.ranges} | {CPU}, key=lambda d: (d != CPU, d)))
+    used = {d for d, _, _ in shown.ranges} | {CPU}
+    devices = tuple(d for d in rig_devices(rig) if d in used)
     plan = PathPlan(
         path=cand.name,
         fits=fits,

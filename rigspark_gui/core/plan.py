@@ -9,6 +9,7 @@ from pydantic import Field
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
 from rigspark_gui.core.memory import repack_for, weights_layout
 from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
 from rigspark_gui.core.paths import (
@@ -72,6 +73,10 @@ class Plan(Frozen):
     serving: ServingPlan | None = Field(
         default=None, description="vLLM/SGLang: the recommended (or shown) path's figures"
     )
+    launch: ClusterLaunch | None = Field(
+        default=None,
+        description="a script per host in start order: serving engines and multi-host paths",
+    )
 
 
 def _validate(spec: ModelSpec, s: PlanSettings) -> None:
@@ -122,6 +127,11 @@ def plan(
     comparison: tuple[KvComparisonRow, ...] = ()
     if kv_pairs != "none":
         comparison = kv_comparison(spec, rig, s, paths, all_pairs=kv_pairs == "all")
+    launch = None
+    if shown.path is PathName.MULTI_HOST:
+        launch = rpc_launch(
+            placement, spec, shown.quant or spec.available_quants[-1], s, rig, loads
+        )
     return Plan(
         model_id=spec.id,
         model_name=spec.name,
@@ -134,6 +144,7 @@ def plan(
         device_loads=loads,
         kv_comparison=comparison,
         notes=tuple(notes),
+        launch=launch,
     )
 
 
@@ -158,6 +169,11 @@ def _serving_plan(spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel)
         device_loads=serving_loads(shown),
         notes=tuple(notes),
         serving=shown.serving,
+        launch=serving_launch(
+            shown.serving, spec, s, rig, [int(d.split(":")[1]) for d in shown.devices]
+        )
+        if shown.serving is not None
+        else None,
     )
 
 

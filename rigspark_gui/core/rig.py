@@ -193,6 +193,9 @@ class Rig(BaseModel):
         default=(), description="other machines joined over `network` (this one is not listed)"
     )
     network: Network | None = None
+    address: str = Field(
+        default="", max_length=200, description="this machine's address as its hosts reach it"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -65,15 +65,15 @@ def _layout(
     if cand.name is PathName.GPU:
         return ids, 1, 1
     if cand.name is PathName.MULTI_HOST:
-        # one stage per host, this machine last (it serves the API): TP = GPUs per host
+        # one stage per host: TP = GPUs per host
         by_host: dict[str, list[int]] = {}
         for i in ids:
             by_host.setdefault(rig.gpus[i].host, []).append(i)
         per_host = min(len(v) for v in by_host.values())
         tp = s.tensor_parallel or per_host
         pp = s.pipeline_parallel or len(by_host)
+        # this machine first: it runs the Ray head and the first stage
         hosts = [h for h in rig.host_names if h in by_host]
-        hosts = [*hosts[1:], hosts[0]] if hosts and hosts[0] == "" else hosts
         ranked = [i for h in hosts for i in by_host[h][:tp]]
         return ranked[: tp * pp], tp, pp
     k = len(ids)

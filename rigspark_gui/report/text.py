@@ -93,6 +93,9 @@ def format_plan(plan: Plan) -> str:
         lines += ["", format_serving(plan.serving)]
     if plan.device_loads:
         lines += ["", format_loads(plan.device_loads)]
+    if plan.launch is not None:
+        lines += ["", "Launch, in order:", plan.launch.text]
+        lines += [f"  Note: {n}" for n in plan.launch.notes]
     if plan.kv_comparison:
         lines += ["", "KV cache precision (memory at this context; largest context per path):"]
         for row in plan.kv_comparison:

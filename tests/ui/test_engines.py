@@ -27,7 +27,7 @@ def _choose(window, label: str) -> None:
 def test_every_engine_is_in_one_list(window) -> None:
     combo = window.controls.backend
     labels = [combo.itemText(i) for i in range(combo.count())]
-    assert labels == ["llama.cpp", "Ollama", "LM Studio", "koboldcpp", "vLLM", "MLX"]
+    assert labels == ["llama.cpp", "Ollama", "LM Studio", "koboldcpp", "vLLM", "SGLang", "MLX"]
 
 
 def test_ollama_offers_only_its_kv_types_and_fixes_mixed_ones(qtbot, window) -> None:

@@ -3,6 +3,12 @@ SGLang, MLX, and the reverse (llama.cpp arguments read back into a placement).
 
 The public face of launch commands; other packages import from here only."""
 
+from rigspark_gui.core.launch.cluster import (
+    ClusterLaunch,
+    HostScript,
+    rpc_launch,
+    serving_launch,
+)
 from rigspark_gui.core.launch.commands import (
     Engine,
     LaunchCommand,
@@ -18,7 +24,9 @@ from rigspark_gui.core.launch.commands import (
 )
 
 __all__ = [
+    "ClusterLaunch",
     "Engine",
+    "HostScript",
     "LaunchCommand",
     "apply_llama_args",
     "koboldcpp_command",
@@ -27,6 +35,8 @@ __all__ = [
     "llama_server_command",
     "ollama_command",
     "parse_llama_args",
+    "rpc_launch",
+    "serving_launch",
     "visible_from_env",
     "vllm_command",
 ]

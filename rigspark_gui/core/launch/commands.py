@@ -32,6 +32,7 @@ from pydantic import Field
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.launch.cluster import rpc_launch
 from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
@@ -761,6 +762,15 @@ def launch_command(
     gpu_fraction_needed: float | None = None,
 ) -> LaunchCommand:
     """The command for one engine, or an explanation of why it cannot run `placement`."""
+    if _spans_hosts(placement, rig):
+        if engine is not Engine.LLAMA_CPP:
+            return _refuse(
+                engine, "this placement spans hosts: only llama.cpp's RPC runs layers elsewhere"
+            )
+        c = rpc_launch(placement, spec, quant, s, rig, model_path=model_path)
+        if not c.supported:
+            return _refuse(engine, c.explanation)
+        return LaunchCommand(engine=engine, supported=True, text=c.text, notes=c.notes)
     if engine is Engine.LLAMA_CPP:
         return llama_server_command(placement, spec, quant, s, rig, model_path=model_path)
     if engine is Engine.KOBOLDCPP:
@@ -772,6 +782,13 @@ def launch_command(
     return vllm_command(
         placement, spec, s, rig, model_path=model_path, gpu_fraction_needed=gpu_fraction_needed
     )
+
+
+def _spans_hosts(placement: Placement, rig: Rig) -> bool:
+    devices = {u.device for u in placement.units} | {
+        u.experts_device for u in placement.units if u.experts_device is not None
+    }
+    return any(d != CPU and rig.gpus[int(d.split(":")[1])].host for d in devices)
 
 
 def launch_commands(

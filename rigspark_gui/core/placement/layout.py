@@ -150,7 +150,16 @@ class DeviceLoad(Frozen):
 
 
 def rig_devices(rig: Rig) -> tuple[str, ...]:
-    return (CPU, *(gpu_device(i) for i in range(len(rig.gpus))))
+    """cpu, then the GPUs in the order llama.cpp lists them: other hosts' (its RPC
+    devices, host by host) before this machine's, so layers fill them first and the head
+    stays here (llama.cpp src/llama.cpp: RPC servers go at the front of the list)."""
+    order = {name: i for i, name in enumerate(rig.host_names[1:])}
+    remote = sorted(
+        (i for i, g in enumerate(rig.gpus) if g.host),
+        key=lambda i: (order.get(rig.gpus[i].host, len(order)), i),
+    )
+    local = [i for i, g in enumerate(rig.gpus) if not g.host]
+    return (CPU, *(gpu_device(i) for i in [*remote, *local]))
 
 
 def _units(g: Geometry, devices: Sequence[str]) -> tuple[UnitPlacement, ...]:
@@ -251,22 +260,25 @@ def llama_cpp_slots(
 
 class LlamaBase(NamedTuple):
     """The -ngl/--tensor-split layout nearest to a placement: its device for each of the
-    n_layer + 1 slots, the first offloaded slot, and the slots each GPU gets."""
+    n_layer + 1 slots, the first offloaded slot, and the slots each GPU gets (indexed by
+    GPU number)."""
 
     slots: list[str]
     start: int
     counts: list[int]
 
 
-def _base_from(devices: Sequence[str], start: int, n_gpus: int) -> LlamaBase:
-    counts = [0] * n_gpus
+def _base_from(devices: Sequence[str], start: int, order: Sequence[int]) -> LlamaBase:
+    """`order`: the GPUs in llama.cpp's device order (the placement's device list)."""
+    counts = [0] * (max(order) + 1 if order else 0)
     for d in devices[start:]:
         if d != CPU:
             counts[int(d.split(":")[1])] += 1
     n_slots = len(devices)
     if not any(counts):
         return LlamaBase([CPU] * n_slots, start, counts)
-    base = llama_cpp_slots(n_slots - 1, n_slots - start, [float(c) for c in counts], range(n_gpus))
+    split = [float(counts[i]) for i in order]
+    base = llama_cpp_slots(n_slots - 1, n_slots - start, split, order)
     return LlamaBase(base, start, counts)
 
 
@@ -275,12 +287,12 @@ def llama_base(placement: Placement) -> LlamaBase:
     (launch commands move the rest with -ot). Starting the offloaded range where a GPU
     run begins is where differences are fewest."""
     devices = [u.device for u in placement.units if u.unit != INPUT]
-    n_gpus = sum(1 for d in placement.devices if d != CPU)
+    order = [int(d.split(":")[1]) for d in placement.devices if d != CPU]
     n_slots = len(devices)
     starts = [i for i, d in enumerate(devices) if d != CPU and (i == 0 or devices[i - 1] == CPU)]
     best: tuple[int, LlamaBase] | None = None
     for start in [*starts, n_slots]:
-        base = _base_from(devices, start, n_gpus)
+        base = _base_from(devices, start, order)
         misses = sum(1 for a, b in zip(base.slots, devices, strict=True) if a != b)
         if best is None or misses < best[0]:
             best = (misses, base)
@@ -398,7 +410,8 @@ def move_experts(placement: Placement, unit_ids: Iterable[str], device: str | No
 def device_name(rig: Rig, device: str) -> str:
     if device == CPU:
         return rig.cpu.name
-    return rig.gpus[int(device.split(":")[1])].name
+    gpu = rig.gpus[int(device.split(":")[1])]
+    return f"{gpu.name} on {gpu.host}" if gpu.host else gpu.name
 
 
 def device_capacity(rig: Rig, device: str) -> tuple[int, int]:

@@ -4,7 +4,16 @@ users.
 
 The public face of serving; other packages import from here only."""
 
-from rigspark_gui.core.serving.budget import BLOCK_SIZE, EngineDefaults, engine_defaults
+from rigspark_gui.core.serving.budget import (
+    BLOCK_SIZE,
+    CUDA_CONTEXT_BYTES,
+    EngineDefaults,
+    Pool,
+    engine_defaults,
+    kv_bytes_per_token,
+    sglang_pool,
+    vllm_pool,
+)
 from rigspark_gui.core.serving.checkpoint import (
     AUTO_FORMATS,
     FORMATS,
@@ -18,15 +27,20 @@ from rigspark_gui.core.serving.model import ConcurrencyPoint, GpuBudget, Serving
 __all__ = [
     "AUTO_FORMATS",
     "BLOCK_SIZE",
+    "CUDA_CONTEXT_BYTES",
     "FORMATS",
     "ConcurrencyPoint",
     "EngineDefaults",
     "GpuBudget",
+    "Pool",
     "ServingFormat",
     "ServingPlan",
     "checkpoint_bytes",
     "engine_defaults",
+    "kv_bytes_per_token",
     "parallel_problem",
     "pp_partition",
+    "sglang_pool",
     "size_serving",
+    "vllm_pool",
 ]

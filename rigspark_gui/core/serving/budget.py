@@ -79,27 +79,42 @@ def engine_defaults(backend: Backend, gpu: Gpu, tp: int, pp: int = 1) -> EngineD
 
 
 def activation_peak(g: Geometry, tp: int, batched_tokens: int, seqs: int) -> int:
-    """vLLM's profiled torch peak: the larger of the forward pass over `batched_tokens`
-    tokens (residual, attention and MLP intermediates, 16-bit) and the dummy sampler over
-    min(seqs, batched_tokens) rows of float32 logits (logits, probabilities and the
-    top-p/top-k sort's values and int64 indices)."""
-    ff = max(g.n_ff, g.n_ff_expert * max(g.n_expert_used, 1))
+    """vLLM's profiled torch peak (vllm/v1/worker/gpu_model_runner.py, profile_run): the
+    larger of its two phases, a forward pass and a dummy sampling step."""
+    return max(forward_peak(g, tp, batched_tokens), sampler_peak(g, batched_tokens, seqs))
+
+
+def forward_peak(g: Geometry, tp: int, batched_tokens: int) -> int:
+    """Forward pass over `batched_tokens` tokens: the residual stream, QKV and attention
+    output, the MLP's gate/up and activation (MoE: per routed token and expert), 16-bit."""
     q_width = g.n_head * g.head_dim_k
-    per_token = 2 * (4 * g.n_embd + (q_width + 2 * q_width) // tp + 3 * ff // tp)
-    forward = batched_tokens * per_token
-    rows = min(seqs, batched_tokens)
-    sampler = rows * g.n_vocab * SAMPLER_BYTES_PER_LOGIT
-    return max(forward, sampler)
+    ff = g.n_ff_expert * g.n_expert_used + g.n_ff_shared_expert if g.n_expert else g.n_ff
+    per_token = 2 * (4 * g.n_embd + 3 * q_width // tp + 3 * ff // tp)
+    return batched_tokens * per_token
 
 
-# float32 logits, their probabilities, the sorted copy and its int64 indices
-SAMPLER_BYTES_PER_LOGIT = 4 + 4 + 4 + 8
+def sampler_peak(g: Geometry, batched_tokens: int, seqs: int) -> int:
+    """The dummy sampling step over min(seqs, batched_tokens) rows of full-vocabulary
+    logits (vLLM samples on every rank, after gathering the vocabulary shards)."""
+    return min(seqs, batched_tokens) * g.n_vocab * SAMPLER_BYTES_PER_LOGIT
 
 
-def non_torch_bytes(tp: int, pp: int) -> int:
-    """Memory vLLM sees grow outside torch during profiling: cuBLAS/cuDNN workspaces, and
-    NCCL's communicator buffers when ranks talk to each other."""
-    return (150 << 20) + ((350 << 20) if tp * pp > 1 else 0)
+# Bytes per logit alive at the dummy sampler's peak (vllm/v1/sample/sampler.py and
+# ops/topk_topp_sampler.py, apply_top_k_top_p): the gathered 16-bit logits (2), their
+# float32 copy (4), the sort's values (4) and int64 indices (8), the sort's own scratch
+# (~12) before the masks, probabilities and scatter replace it.
+SAMPLER_BYTES_PER_LOGIT = 30
+
+
+def non_torch_bytes(tp: int, pp: int, nvswitch: bool = False) -> int:
+    """Memory vLLM sees grow outside torch during profiling: cuBLAS workspaces (0.07-0.35
+    GiB on one GPU in vLLM's logs), plus NCCL's and the custom all-reduce's buffers when
+    ranks talk: ~0.2 GiB over PCIe (vllm#14447, 4 GPUs), ~2 GiB on NVLink-switched
+    Hopper GPUs, where NCCL sets up NVLink SHARP buffers (vllm#21429, 4x H200)."""
+    base = 200 << 20
+    if tp * pp == 1:
+        return base
+    return base + ((1900 << 20) if nvswitch else (200 << 20))
 
 
 def cuda_graph_bytes(g: Geometry, tp: int, max_batch: int) -> int:
@@ -125,3 +140,41 @@ def kv_bytes_per_token(g: Geometry, layers: range, tp: int, kv_bytes: int) -> in
         per_rank = max(heads // tp, 1)
         total += per_rank * (g.head_dim_k + g.head_dim_v) * kv_bytes
     return total
+
+
+class Pool(NamedTuple):
+    """A paged pool over one rank's KV memory."""
+
+    blocks: int
+    tokens: int
+    max_concurrency: float  # full-length requests it holds at once
+    needed_bytes: int  # what one max_model_len request needs on this rank
+    largest_max_model_len: int  # the longest request it holds (a block multiple)
+
+
+def vllm_pool(available: int, per_token: int, max_model_len: int) -> Pool:
+    """vLLM's pool (vllm/v1/core/kv_cache_utils.py): num_blocks = available // page //
+    layers (page already summed over layers in `per_token`); concurrency = blocks /
+    ceil(max_model_len / 16); the estimated length is the block-aligned largest that fits."""
+    page = BLOCK_SIZE * per_token
+    blocks = max(available, 0) // page if page else 0
+    per_request = -(-max_model_len // BLOCK_SIZE)
+    return Pool(
+        blocks,
+        blocks * BLOCK_SIZE,
+        blocks / per_request if per_request else 0.0,
+        per_request * page,
+        blocks * BLOCK_SIZE,
+    )
+
+
+def sglang_pool(available: int, per_token: int, context_len: int) -> Pool:
+    """SGLang's pool (model_runner.py, profile_max_num_token): one token a cell."""
+    tokens = max(available, 0) // per_token if per_token else 0
+    return Pool(
+        tokens,
+        tokens,
+        tokens / context_len if context_len else 0.0,
+        context_len * per_token,
+        tokens,
+    )

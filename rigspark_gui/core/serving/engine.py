@@ -19,6 +19,8 @@ from rigspark_gui.core.serving.budget import (
     engine_defaults,
     kv_bytes_per_token,
     non_torch_bytes,
+    sglang_pool,
+    vllm_pool,
 )
 from rigspark_gui.core.serving.checkpoint import pp_partition, rank_weights, stage_weights
 from rigspark_gui.core.serving.model import GpuBudget, ServingPlan
@@ -70,7 +72,8 @@ def size_serving(
     w = rank_weights(g, fmt, tp)
     per_stage = stage_weights(w, stages)
     offload = int(s.cpu_offload_gb * GIB) if engine is Backend.VLLM else 0
-    nt = non_torch_bytes(tp, pp)
+    nvswitch = all(x.nvlink and (x.compute_capability or "0") >= "9.0" for x in gpus)
+    nt = non_torch_bytes(tp, pp, nvswitch)
     graph = cuda_graph_bytes(g, tp, d.max_num_seqs if sglang else min(seqs * 2, 512))
     ctx_len = s.context
     refusal = parallel_problem(g, tp, pp, name)
@@ -97,10 +100,10 @@ def size_serving(
                 CUDA_CONTEXT_BYTES
             )
             if engine is Backend.SGLANG:
-                # rest = free after loading - free before loading x (1 - fraction)
-                keep = int(free * (1 - util))
-                kv = free - weights - keep
-                claim = free - keep
+                # rest = free after loading - free before loading x (1 - fraction); what
+                # loading takes is the weights and the process's workspaces
+                claim = int(free * util)
+                kv = claim - weights - nt
             else:
                 claim = int(total * util)
                 kv = claim - weights - act - nt
@@ -127,11 +130,8 @@ def size_serving(
                 )
             )
             avail.append((kv, per_token))
-            if engine is Backend.SGLANG:
-                blocks.append(max(kv, 0) // per_token if per_token else 0)
-            else:
-                page = BLOCK_SIZE * per_token
-                blocks.append(max(kv, 0) // page if page else 0)
+            pool = (sglang_pool if sglang else vllm_pool)(kv, per_token, ctx_len)
+            blocks.append(pool.blocks)
     unit = 1 if engine is Backend.SGLANG else BLOCK_SIZE
     n_blocks = min(blocks) if blocks else 0
     tokens = n_blocks * unit
@@ -145,8 +145,10 @@ def size_serving(
             if engine is Backend.VLLM
             else "Not enough memory. Please try to increase --mem-fraction-static."
         )
+    starts = refusal is None
     if refusal is None and n_blocks < need_blocks:
         if engine is Backend.VLLM:
+            starts = False
             needed = need_blocks * BLOCK_SIZE * worst_per_token
             refusal = (
                 f"To serve at least one request with the models's max seq len ({ctx_len}), "
@@ -164,7 +166,7 @@ def size_serving(
                 "--allow-auto-truncate. (SGLang starts with a pool of "
                 f"{tokens} tokens and rejects every request this long.)"
             )
-    concurrency = tokens / ctx_len if ctx_len else 0.0
+    concurrency = n_blocks / need_blocks if need_blocks else 0.0
     if sglang and s.max_num_seqs is None:
         # max_running_requests = min(pool // 2, request slots), the slots
         # min(max(pool / context_len x 512, 2048), 4096) (managers/tp_worker.py)
@@ -215,6 +217,7 @@ def size_serving(
         max_concurrency=round(concurrency, 2),
         largest_max_model_len=largest,
         fits=fits,
+        starts=starts,
         refusal=refusal,
         cpu_offload_bytes=offload * len(gpus),
         gpus=tuple(budgets),

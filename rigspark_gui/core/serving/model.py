@@ -51,7 +51,10 @@ class ServingPlan(Frozen):
     max_model_len: int
     max_concurrency: float
     largest_max_model_len: int = Field(description="the longest max_model_len it accepts")
-    fits: bool
+    fits: bool = Field(description="serves one request of max_model_len tokens")
+    starts: bool = Field(
+        default=True, description="the engine starts (SGLang starts and rejects long requests)"
+    )
     refusal: str | None = Field(default=None, description="the engine's own error, when it stops")
     cpu_offload_bytes: int = 0
     gpus: tuple[GpuBudget, ...]

@@ -1,0 +1,228 @@
+"""Serving engines (vLLM, SGLang) sized as they size themselves, and plans over hosts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rigspark_gui.catalog.models import load_entry
+from rigspark_gui.cli import gpu_database
+from rigspark_gui.cli_speed import speed_model
+from rigspark_gui.core.errors import InvalidSettingsError
+from rigspark_gui.core.paths import PathName
+from rigspark_gui.core.plan import plan
+from rigspark_gui.core.rig import Gpu, Host, Network, NetworkPreset, Rig, Vendor
+from rigspark_gui.core.serving import checkpoint_bytes, pp_partition, size_serving
+from rigspark_gui.core.settings import make_settings
+
+GIB = 1 << 30
+DB = gpu_database()
+PERF = speed_model()
+
+
+def card(name: str, **extra: object) -> Gpu:
+    assert DB is not None
+    return DB.fill(Gpu(name=name, vendor=Vendor.NVIDIA)).model_copy(update=extra)
+
+
+def rig_of(*gpus: Gpu, hosts: tuple[Host, ...] = (), network: Network | None = None) -> Rig:
+    numbered = tuple(g.model_copy(update={"index": i}) for i, g in enumerate(gpus))
+    return Rig(gpus=numbered, ram_total_bytes=64 * GIB, hosts=hosts, network=network)
+
+
+def spec(model_id: str):  # type: ignore[no-untyped-def]
+    return load_entry(model_id).to_spec()
+
+
+LLAMA8B = spec("llama-3.1-8b-instruct")
+R3090 = rig_of(card("RTX 3090"))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_llama8b_bf16_on_a_3090_at_20000(engine: str) -> None:
+    p = plan(LLAMA8B, R3090, make_settings(backend=engine, context=20000, quant="BF16"), PERF)
+    assert [x.path for x in p.paths] == [PathName.GPU]  # no cpu-offload, no cpu
+    sp = p.serving
+    assert sp is not None and sp.fits and sp.refusal is None
+    assert sp.weights_bytes == pytest.approx(14.99 * GIB, rel=0.002)  # vLLM logs 14.9888 GiB
+    assert all(d.device.startswith("gpu:") for d in p.device_loads)  # every weight on the GPU
+    assert sp.kv_cache_tokens > 20000 and sp.max_concurrency >= 1
+    assert (
+        sp.concurrency[0].users == 1
+        and sp.concurrency[-1].total_tok_s > sp.concurrency[0].total_tok_s
+    )
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_context_the_pool_cannot_hold_is_refused_with_the_largest_it_takes(engine: str) -> None:
+    s = make_settings(backend=engine, context=131072, quant="BF16")
+    p = plan(LLAMA8B, R3090, s, PERF)
+    sp = p.serving
+    assert sp is not None and not sp.fits and p.recommended is None
+    assert sp.refusal is not None and str(sp.largest_max_model_len) in sp.refusal
+    largest = sp.largest_max_model_len
+    ok = plan(LLAMA8B, R3090, s.model_copy(update={"context": largest}), PERF)
+    assert ok.serving is not None and ok.serving.fits
+    step = 16 if engine == "vllm" else 1
+    over = plan(LLAMA8B, R3090, s.model_copy(update={"context": largest + step}), PERF)
+    assert over.serving is not None and not over.serving.fits
+    if engine == "sglang":
+        assert sp.starts  # SGLang starts, then rejects each request this long
+    else:
+        assert "estimated maximum model length" in sp.refusal and not sp.starts
+
+
+def test_gguf_quantizations_are_not_checkpoints() -> None:
+    with pytest.raises(InvalidSettingsError, match="checkpoint format"):
+        plan(LLAMA8B, R3090, make_settings(backend="vllm", quant="Q4_K_M"), PERF)
+
+
+def test_auto_takes_the_best_checkpoint_that_fits() -> None:
+    s = make_settings(backend="vllm", context=4096)
+    p = plan(spec("qwen3-14b"), R3090, s, PERF)
+    gpu = p.paths[0]
+    assert gpu.fits and gpu.quant == "FP8"  # BF16 (27.5 GiB) exceeds 24 GB
+    assert [o.quant for o in gpu.ladder] == ["FP8", "INT8", "AWQ"]
+    too_big = plan(spec("llama-3.1-70b-instruct"), R3090, s, PERF).paths[0]
+    assert not too_big.fits and too_big.quant == "AWQ" and too_big.shortfall_bytes
+
+
+def test_memory_knobs_refused_for_llama_cpp() -> None:
+    with pytest.raises(InvalidSettingsError, match="vLLM/SGLang setting"):
+        make_settings(memory_utilization=0.8)
+
+
+def test_tensor_parallel_halves_weights_and_checks_heads() -> None:
+    two = rig_of(card("RTX 3090"), card("RTX 3090"))
+    p = plan(LLAMA8B, two, make_settings(backend="vllm", context=8192, quant="BF16"), PERF)
+    multi = next(x for x in p.paths if x.path is PathName.MULTI_GPU)
+    assert multi.serving is not None and multi.serving.tensor_parallel == 2
+    one = next(x for x in p.paths if x.path is PathName.GPU)
+    assert one.serving is not None
+    assert multi.serving.weights_bytes < 0.52 * one.serving.weights_bytes
+    three = rig_of(*(card("RTX 3090") for _ in range(3)))
+    with pytest.raises(InvalidSettingsError, match="divisible by tensor parallel size"):
+        plan(LLAMA8B, three, make_settings(backend="vllm", tensor_parallel=3), PERF)
+
+
+def test_kv_heads_are_replicated_past_their_count() -> None:
+    g = spec("llama-3.1-8b-instruct").geometry  # 8 KV heads
+    big = rig_of(*(card("H100 SXM") for _ in range(16)))
+    s = make_settings(backend="vllm", context=8192)
+    at8 = size_serving(g, big, s, list(range(8)), 8, 1, "BF16", None)
+    at16 = size_serving(g, big, s, list(range(16)), 16, 1, "BF16", None)
+    # one KV head per GPU either way: per-GPU KV bytes per token do not halve again
+    assert at16.kv_cache_tokens == pytest.approx(at8.kv_cache_tokens, rel=0.15)
+
+
+def test_checkpoint_sizes() -> None:
+    g = spec("llama-3.1-70b-instruct").geometry
+    assert checkpoint_bytes(g, "INT8") / GIB == pytest.approx(67.7229, abs=0.05)  # vLLM #12569
+    assert checkpoint_bytes(g, "AWQ") < checkpoint_bytes(g, "FP8") < checkpoint_bytes(g, "BF16")
+
+
+def test_pipeline_partition_like_vllm() -> None:
+    assert pp_partition(126, 2) == (63, 63)
+    assert pp_partition(32, 3) == (11, 11, 10)  # the remainder before the last stage
+    assert sum(pp_partition(61, 4)) == 61
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    total=st.integers(min_value=16, max_value=192),
+    extra=st.integers(min_value=1, max_value=64),
+    util=st.floats(min_value=0.5, max_value=0.95),
+    engine=st.sampled_from(["vllm", "sglang"]),
+)
+def test_more_memory_never_shrinks_the_pool(
+    total: int, extra: int, util: float, engine: str
+) -> None:
+    g = LLAMA8B.geometry
+    s = make_settings(backend=engine, context=4096, memory_utilization=round(util, 3))
+
+    def pool(gib: int) -> int:
+        r = rig_of(card("RTX 3090", memory_total_bytes=gib * GIB))
+        return size_serving(g, r, s, [0], 1, 1, "BF16", None).kv_cache_tokens
+
+    assert pool(total + extra) >= pool(total)
+
+
+def two_hosts(gpu: str, per_host: int, preset: NetworkPreset) -> Rig:
+    local = [card(gpu) for _ in range(per_host)]
+    remote = [card(gpu, host="box2") for _ in range(per_host)]
+    numbered = [g.model_copy(update={"index": i}) for i, g in enumerate(local)]
+    numbered += [g.model_copy(update={"index": i}) for i, g in enumerate(remote)]
+    return Rig(
+        gpus=tuple(numbered),
+        ram_total_bytes=64 * GIB,
+        hosts=(Host(name="box2", address="192.168.1.11", ram_total_bytes=64 * GIB),),
+        network=Network(preset=preset),
+    )
+
+
+def test_two_3090_hosts_run_llama70b_over_rpc() -> None:
+    rig = two_hosts("RTX 3090", 1, NetworkPreset.GBE_10)
+    s = make_settings(context=8192, quant="Q4_K_M")
+    p = plan(spec("llama-3.3-70b-instruct"), rig, s, PERF)
+    mh = next(x for x in p.paths if x.path is PathName.MULTI_HOST)
+    assert mh.fits and p.recommended is PathName.MULTI_HOST
+    assert mh.devices == ("cpu", "gpu:1", "gpu:0")  # the other host's GPU first
+    assert p.launch is not None and p.launch.supported
+    first, main = p.launch.scripts
+    assert first.host == "box2" and "rpc-server" in first.text and first.order == 1
+    assert "--rpc 192.168.1.11:50052" in main.text and main.host == ""
+    # the network costs speed: the same two GPUs in one box decode faster
+    one_box = rig_of(card("RTX 3090"), card("RTX 3090"))
+    local = next(
+        x
+        for x in plan(spec("llama-3.3-70b-instruct"), one_box, s, PERF).paths
+        if x.path is PathName.MULTI_GPU
+    )
+    assert mh.tok_s is not None and local.tok_s is not None and mh.tok_s < local.tok_s
+    slow = two_hosts("RTX 3090", 1, NetworkPreset.GBE_1)
+    mh_slow = next(
+        x
+        for x in plan(spec("llama-3.3-70b-instruct"), slow, s, PERF).paths
+        if x.path is PathName.MULTI_HOST
+    )
+    assert mh_slow.tok_s is not None and mh_slow.tok_s < mh.tok_s
+
+
+def test_hosts_leave_single_host_paths_alone() -> None:
+    s = make_settings(context=8192)
+    alone = plan(spec("llama-3.3-70b-instruct"), rig_of(card("RTX 3090")), s, PERF)
+    joined = plan(
+        spec("llama-3.3-70b-instruct"), two_hosts("RTX 3090", 1, NetworkPreset.GBE_10), s, PERF
+    )
+    for a in alone.paths:
+        b = next(x for x in joined.paths if x.path is a.path)
+        assert (a.quant, a.required_bytes, a.usable_bytes, a.fits) == (
+            b.quant,
+            b.required_bytes,
+            b.usable_bytes,
+            b.fits,
+        )
+
+
+def test_405b_on_two_h100_nodes_is_tp8_pp2_over_ray() -> None:
+    rig = two_hosts("H100 SXM", 8, NetworkPreset.INFINIBAND)
+    p = plan(
+        spec("llama-3.1-405b-instruct"), rig, make_settings(backend="vllm", context=32768), PERF
+    )
+    assert p.recommended is PathName.MULTI_HOST
+    sp = p.serving
+    assert sp is not None and (sp.tensor_parallel, sp.pipeline_parallel) == (8, 2)
+    assert p.launch is not None
+    roles = [sc.role for sc in p.launch.scripts]
+    assert (
+        roles[0] == "Ray head" and roles[1] == "Ray worker" and roles[-1].startswith("vllm serve")
+    )
+    serve = p.launch.scripts[-1].text
+    assert "--tensor-parallel-size 8" in serve and "--pipeline-parallel-size 2" in serve
+    assert "--distributed-executor-backend ray" in serve
+    sg = plan(
+        spec("llama-3.1-405b-instruct"), rig, make_settings(backend="sglang", context=32768), PERF
+    )
+    assert sg.launch is not None and [sc.host for sc in sg.launch.scripts] == ["", "box2"]
+    assert all("--nnodes 2" in sc.text for sc in sg.launch.scripts)
