@@ -86,6 +86,33 @@ def main() -> None:
         app.processEvents()
     w.grab().save(str(out / "paths-cpu-auto.png"))
     w.close()
+    # two machines over 10 GbE: llama.cpp RPC, the lanes grouped by host
+    settings.clear()
+    hosts = load_rig(ROOT / "examples" / "rig-two-hosts-3090.json", db)
+    w = MainWindow(rig=hosts, detect_on_start=False, settings=settings)
+    w.resize(1500, 900)
+    w.session.set_model("llama-3.3-70b-instruct")
+    w.session.update_settings(context=8192, quant="Q4_K_M")
+    w.show()
+    for name, tab in (("paths-multi-host", w.paths_tab), ("layers-hosts", w.layers_tab)):
+        w.tabs.setCurrentWidget(tab)
+        for _ in range(8):
+            app.processEvents()
+        w.grab().save(str(out / f"{name}.png"))
+    w.close()
+    # a vLLM server: two 8x H100 nodes serving Llama 3.1 405B (TP 8 x PP 2)
+    settings.clear()
+    nodes = load_rig(ROOT / "examples" / "rig-2x8xh100.json", db)
+    w = MainWindow(rig=nodes, detect_on_start=False, settings=settings)
+    w.resize(1500, 900)
+    w.session.set_model("llama-3.1-405b-instruct")
+    w.session.update_settings(backend="vllm", context=32768)
+    w.show()
+    w.tabs.setCurrentWidget(w.serving_tab)
+    for _ in range(8):
+        app.processEvents()
+    w.grab().save(str(out / "serving.png"))
+    w.close()
     settings.clear()
     Path(settings.fileName()).unlink(missing_ok=True)
     os._exit(0)  # skip interpreter teardown of Qt objects: nothing left to save

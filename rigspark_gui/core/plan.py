@@ -27,9 +27,9 @@ from rigspark_gui.core.paths import (
 )
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.serving import ServingPlan
+from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
 from rigspark_gui.core.serving_paths import serving_loads, serving_paths
-from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
+from rigspark_gui.core.settings import KV_PAD, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
@@ -101,7 +101,7 @@ def plan(
     `ladders`: list every quantization that fits on each path (two dozen trials a path);
     without, each path stops at its choice, several times faster."""
     if s.backend.serving:
-        return _serving_plan(spec, rig, s, speed)
+        return _serving_plan(spec, rig, s, speed, kv_pairs != "none")
     _validate(spec, s)
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
@@ -129,6 +129,11 @@ def plan(
         comparison = kv_comparison(spec, rig, s, paths, all_pairs=kv_pairs == "all")
     launch = None
     if shown.path is PathName.MULTI_HOST:
+        notes.append(
+            f"over {rig.link.label} each run of layers on another host adds a network round "
+            "trip per token (llama.cpp with RPC graph reuse, #15405); older builds sent the "
+            "whole graph every token, 8 ms per token on 1 GbE in llama.cpp #6829"
+        )
         launch = rpc_launch(
             placement, spec, shown.quant or spec.available_quants[-1], s, rig, loads
         )
@@ -148,7 +153,9 @@ def plan(
     )
 
 
-def _serving_plan(spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel) -> Plan:
+def _serving_plan(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel, compare_kv: bool
+) -> Plan:
     """vLLM and SGLang: every weight on the GPUs, the engine's claim and its KV pool. No
     layer placement to edit (tensor parallelism shards every layer)."""
     paths = serving_paths(spec, rig, s, speed)
@@ -167,6 +174,7 @@ def _serving_plan(spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel)
         recommended=recommended.path if recommended else None,
         placement=None,
         device_loads=serving_loads(shown),
+        kv_comparison=_serving_kv_rows(spec, rig, s, paths) if compare_kv else (),
         notes=tuple(notes),
         serving=shown.serving,
         launch=serving_launch(
@@ -210,10 +218,12 @@ def kv_comparison(
     *,
     all_pairs: bool = False,
 ) -> tuple[KvComparisonRow, ...]:
-    if s.backend is Backend.VLLM:
-        pairs: tuple[tuple[KvCacheType, KvCacheType], ...] = VLLM_KV_PAIRS
-    elif all_pairs:
-        pairs = tuple(product(LLAMA_KV_TYPES, LLAMA_KV_TYPES))
+    if s.backend.serving:
+        return _serving_kv_rows(spec, rig, s, paths)
+    if all_pairs:
+        pairs: tuple[tuple[KvCacheType, KvCacheType], ...] = tuple(
+            product(LLAMA_KV_TYPES, LLAMA_KV_TYPES)
+        )
     else:
         pairs = COMMON_KV_PAIRS
     cpu_only = not any(p.path is not PathName.CPU for p in paths)
@@ -245,6 +255,40 @@ def kv_comparison(
                 bytes_per_token=ctx.tables.full_rows[-1] + ctx.tables.swa_rows[-1],
                 kv_bytes=ctx.kv_total,
                 limits=tuple(limits),
+            )
+        )
+    return tuple(rows)
+
+
+def _serving_kv_rows(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, paths: tuple[PathPlan, ...]
+) -> tuple[KvComparisonRow, ...]:
+    """vLLM and SGLang: the model's own dtype ("auto") against fp8, each path's longest
+    max_model_len from the engine's pool."""
+    g = spec.geometry
+    rows = []
+    for k, v in VLLM_KV_PAIRS:
+        s2 = s.model_copy(update={"kv_k": k, "kv_v": v})
+        per_path = {p.path: p for p in serving_paths(spec, rig, s2, None)}
+        per_token = kv_bytes_per_token(g, range(g.n_layer), 1, 1 if k is KvCacheType.FP8 else 2)
+        limits = tuple(
+            KvPathLimit(
+                path=p.path,
+                quant=per_path[p.path].quant,
+                max_context=per_path[p.path].serving.largest_max_model_len  # type: ignore[union-attr]
+                if p.path in per_path and per_path[p.path].serving is not None
+                else 0,
+            )
+            for p in paths
+        )
+        rows.append(
+            KvComparisonRow(
+                kv_k=k,
+                kv_v=v,
+                flash_attn=s.flash_attn,
+                bytes_per_token=per_token,
+                kv_bytes=per_token * s.context,
+                limits=limits,
             )
         )
     return tuple(rows)

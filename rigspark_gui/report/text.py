@@ -93,15 +93,15 @@ def format_plan(plan: Plan) -> str:
         lines += ["", format_serving(plan.serving)]
     if plan.device_loads:
         lines += ["", format_loads(plan.device_loads)]
-    if plan.launch is not None:
-        lines += ["", "Launch, in order:", plan.launch.text]
-        lines += [f"  Note: {n}" for n in plan.launch.notes]
     if plan.kv_comparison:
         lines += ["", "KV cache precision (memory at this context; largest context per path):"]
         for row in plan.kv_comparison:
             pair = row.kv_k.value if row.kv_k == row.kv_v else f"{row.kv_k.value}/{row.kv_v.value}"
             limits = ", ".join(f"{lim.path.value} {tokens(lim.max_context)}" for lim in row.limits)
             lines.append(f"  {pair:<14} {gib(row.kv_bytes, 2):>10}   {limits}")
+    if plan.launch is not None:
+        lines += ["", "Launch, in order:", plan.launch.text]
+        lines += [f"  Note: {n}" for n in plan.launch.notes]
     return "\n".join(lines)
 
 

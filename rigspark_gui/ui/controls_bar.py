@@ -39,6 +39,15 @@ GPU_BACKEND_LABELS = {
     GpuBackend.METAL: "Metal",
     GpuBackend.SYCL: "SYCL",
 }
+# the serving engines' own knobs, back to their defaults when leaving them
+SERVING_RESET: dict[str, object] = {
+    "memory_utilization": None,
+    "tensor_parallel": None,
+    "pipeline_parallel": None,
+    "max_num_seqs": None,
+    "max_num_batched_tokens": None,
+    "cpu_offload_gb": 0.0,
+}
 SLIDER_STEPS = 1000
 MIN_CONTEXT = 256
 
@@ -69,6 +78,7 @@ class ControlsBar(QWidget):
         super().__init__(parent)
         self.session = session
         self._syncing = False
+        self._quant_serving = False  # the quant menu lists checkpoint formats
         self._max_context = 131072
 
         self.model_picker = ModelPicker()
@@ -245,6 +255,13 @@ class ControlsBar(QWidget):
             self.min_speed.setValue(s.min_tok_s)
             gb = s.gpu_backend.value if s.gpu_backend else ""
             self.gpu_backend.setCurrentIndex(max(self.gpu_backend.findData(gb), 0))
+            spec = self.session.spec
+            if spec is not None and s.backend.serving != self._quant_serving:
+                if s.backend.serving:
+                    self.quant.set_formats(spec, s.backend.label)
+                else:
+                    self.quant.set_model(spec)
+                self._quant_serving = s.backend.serving
             idx = self.quant.findData(s.quant or "")
             self.quant.setCurrentIndex(max(idx, 0))
         finally:
@@ -261,6 +278,7 @@ class ControlsBar(QWidget):
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
             self.quant.set_model(spec)
+            self._quant_serving = False
         finally:
             self._syncing = False
         self.show_settings(self.session.settings)
@@ -330,6 +348,12 @@ class ControlsBar(QWidget):
             self.message.emit(f"{why[:1].upper()}{why[1:]}: KV cache set to {kv}")
         if v.quantized and backend.ggml_based and not s.flash_attn:
             changes["flash_attn"] = True
+        if backend.serving != s.backend.serving:
+            # GGUF quantizations and checkpoint formats do not carry over, nor do the
+            # serving engines' own knobs
+            changes["quant"] = None
+            if not backend.serving:
+                changes.update(SERVING_RESET)
         self._update(**changes)
 
     def _on_link(self, linked: bool) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QFrame,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -142,6 +143,7 @@ class LayersTab(QWidget):
         self._repack: RepackBytes | None = None
         self._kv_layers: tuple[int, ...] = ()
         self._lanes: dict[str, _Lane] = {}
+        self._host_boxes: list[QGroupBox] = []
         self._loads: tuple[DeviceLoad, ...] = ()
         self._move_actions: dict[str, QAction] = {}
 
@@ -232,8 +234,21 @@ class LayersTab(QWidget):
             return
         self._start = start if start is not None else self._auto_placement()
         self._rebuild_lanes(rig_devices(rig))
+        for lane in self._lanes.values():
+            lane.setEnabled(True)
+        self._toolbar.setEnabled(True)
         self.message.clear()
         self._document.reset(self._start)
+
+    def show_unplaceable(self, why: str) -> None:
+        """A plan without a layer placement (serving engines shard every layer)."""
+        self.summary.setText(why)
+        self.message.clear()
+        for lane in self._lanes.values():
+            lane.setEnabled(False)
+        self._toolbar.setEnabled(False)
+        self.command_text.setPlainText("")
+        self.command_notes.clear()
 
     def restore_placement(self, placement: Placement) -> bool:
         """Put a saved hand placement back on screen as one undoable edit; False when it
@@ -379,6 +394,10 @@ class LayersTab(QWidget):
         for lane in self._lanes.values():
             self._lanes_box.removeWidget(lane)
             lane.deleteLater()
+        for box in self._host_boxes:
+            self._lanes_box.removeWidget(box)
+            box.deleteLater()
+        self._host_boxes = []
         self._lanes.clear()
         for a in self._move_actions.values():
             self.removeAction(a)
@@ -386,13 +405,24 @@ class LayersTab(QWidget):
         self.move_menu.clear()
         # GPUs first, left to right, the CPU last: the order layers flow through them
         ordered = [d for d in devices if d != CPU] + [d for d in devices if d == CPU]
+        groups = self._host_groups(ordered)
+        for host, members in groups:
+            target = self._lanes_box
+            if len(groups) > 1:
+                # a rig of several machines: each host's lanes under its name
+                box = QGroupBox(self._host_title(host), self)
+                target = QHBoxLayout(box)
+                target.setContentsMargins(4, 4, 4, 4)
+                self._lanes_box.addWidget(box, len(members))
+                self._host_boxes.append(box)
+            for d in members:
+                model = LaneModel(self._document, d, self)
+                model.drop_refused.connect(self._on_lane_drop_refused)
+                lane = _Lane(model, "", self)
+                lane.view.customContextMenuRequested.connect(self._on_view_context_menu)
+                target.addWidget(lane, 1)
+                self._lanes[d] = lane
         for i, d in enumerate(ordered):
-            model = LaneModel(self._document, d, self)
-            model.drop_refused.connect(self._on_lane_drop_refused)
-            lane = _Lane(model, "", self)
-            lane.view.customContextMenuRequested.connect(self._on_view_context_menu)
-            self._lanes_box.addWidget(lane, 1)
-            self._lanes[d] = lane
             action = self._action(
                 f"{device_label(d)}",
                 f"Move the selected layers to {device_label(d)}",
@@ -402,6 +432,24 @@ class LayersTab(QWidget):
             self.move_menu.addAction(action)
             self._move_actions[d] = action
         self._retitle_lanes()
+
+    def _host_groups(self, ordered: Sequence[str]) -> list[tuple[str, list[str]]]:
+        """Runs of lanes on one host ('' = this machine), in the order given."""
+        groups: list[tuple[str, list[str]]] = []
+        for d in ordered:
+            host = "" if d == CPU or self._rig is None else self._rig.gpus[int(d[4:])].host
+            if not groups or groups[-1][0] != host:
+                groups.append((host, []))
+            groups[-1][1].append(d)
+        return groups
+
+    def _host_title(self, host: str) -> str:
+        rig = self._rig
+        if not host or rig is None:
+            return "This machine (llama-server)"
+        h = next((x for x in rig.hosts if x.name == host), None)
+        where = f" ({h.address})" if h is not None and h.address else ""
+        return f"{host}{where}: rpc-server over {rig.link.label}"
 
     def _retitle_lanes(self) -> None:
         if self._rig is None:

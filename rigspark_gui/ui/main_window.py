@@ -102,8 +102,13 @@ class MainWindow(QMainWindow):
         from rigspark_gui.ui.layers_tab import LayersTab
 
         self.layers_tab = LayersTab()
+        from rigspark_gui.ui.serving_tab import ServingTab
+
+        self.serving_tab = ServingTab(self.session)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.paths_tab, "&Paths")
+        self.tabs.addTab(self.serving_tab, "&Serving")
+        self.tabs.setTabVisible(1, False)  # shown for vLLM and SGLang
         self.tabs.addTab(self.kv_tab, "&KV precision")
         self.tabs.addTab(self.layers_tab, "&Layers")
         self.tabs.addTab(self.catalog_tab, "C&atalog")
@@ -501,8 +506,14 @@ class MainWindow(QMainWindow):
         plan = self.session.plan
         if plan is None:
             return
+        serving = plan.settings.backend.serving
+        index = self.tabs.indexOf(self.serving_tab)
+        if self.tabs.isTabVisible(index) != serving:
+            self.tabs.setTabVisible(index, serving)
         current = self.tabs.currentWidget()
-        if current is self.kv_tab:
+        if current is self.serving_tab:
+            self.serving_tab.show_plan(plan)
+        elif current is self.kv_tab:
             self.kv_tab.show_plan(plan)
         elif current is self.catalog_tab:
             self.catalog_tab.refresh()
@@ -512,6 +523,14 @@ class MainWindow(QMainWindow):
     def _update_layers(self, plan: Plan) -> None:
         spec, rig = self.session.spec, self.session.rig
         if spec is None or rig is None:
+            return
+        if plan.serving is not None:
+            engine = plan.settings.backend.label
+            self.layers_tab.show_unplaceable(
+                f"{engine} places the layers itself: tensor parallelism shards every layer "
+                "over the GPUs and pipeline stages split them in order. The Serving tab "
+                "shows what each GPU holds."
+            )
             return
         rec = next((p for p in plan.paths if p.path is plan.recommended), plan.paths[0])
         quant = rec.quant or spec.available_quants[-1]

@@ -53,6 +53,25 @@ class QuantCombo(QComboBox):
             self._items.appendRow(self._item(spec, q, None))
         self.blockSignals(False)
 
+    def set_formats(self, spec: ModelSpec, engine: str) -> None:
+        """A serving engine's choices: checkpoint formats, each with its size."""
+        from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
+
+        self._spec, self._sized = None, None  # no GGUF sizes to fill in
+        self.blockSignals(True)
+        self._items.clear()
+        auto = QStandardItem("Auto")
+        auto.setData("", Qt.ItemDataRole.UserRole)
+        auto.setToolTip("The best checkpoint format that leaves room for one full request")
+        self._items.appendRow(auto)
+        for f in FORMATS.values():
+            size = checkpoint_bytes(spec.geometry, f.name)
+            item = QStandardItem(f"{f.label}  ·  {gib(size)}")
+            item.setData(f.name, Qt.ItemDataRole.UserRole)
+            item.setToolTip(f"{engine} loads a Hugging Face checkpoint: {f.words}")
+            self._items.appendRow(item)
+        self.blockSignals(False)
+
     def _item(self, spec: ModelSpec, q: str, size: int | None) -> QStandardItem:
         quality = spec.quality.get(q)
         words = quality.words if quality is not None else ""

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
+    QTreeWidgetItemIterator,
     QVBoxLayout,
     QWidget,
 )
@@ -73,6 +74,7 @@ _HEADER_TIPS = (
     "Memory kept free on the device: driver and context footprint, display, margin",
 )
 _CPU_ROW = -1
+_HOST_ROW = -2  # a host heading, or a remote host's RAM: nothing to edit
 _USER = Provenance(basis=Basis.USER, source="entered in the rig panel")
 _PLACEHOLDER = Rig(
     name="Not detected yet",
@@ -606,9 +608,12 @@ class RigPanel(QWidget):
         # Rows of the old rig must not drive the controls while the list is rebuilt.
         self.device_tree.blockSignals(True)
         self.device_tree.clear()
-        for gpu_position, gpu in enumerate(rig.gpus):
-            self.device_tree.addTopLevelItem(self._gpu_item(gpu_position, gpu))
-        self.device_tree.addTopLevelItem(self._cpu_item(rig))
+        if rig.hosts:
+            self._add_host_groups(rig)
+        else:
+            for gpu_position, gpu in enumerate(rig.gpus):
+                self.device_tree.addTopLevelItem(self._gpu_item(gpu_position, gpu))
+            self.device_tree.addTopLevelItem(self._cpu_item(rig))
         self.device_tree.blockSignals(False)
 
         if rig.notes:
@@ -743,10 +748,47 @@ class RigPanel(QWidget):
             item.setToolTip(COL_RESERVE, "Usable RAM is the available memory: nothing to reserve")
         return item
 
+    def _add_host_groups(self, rig: Rig) -> None:
+        """A rig of several machines: each host's devices under it, this machine first."""
+        link = rig.link.label
+        for host in rig.host_names:
+            h = next((x for x in rig.hosts if x.name == host), None)
+            if h is None:
+                title, tip = "This machine", "Runs llama-server or the serving engine's head"
+            else:
+                where = f" · {h.address}" if h.address else ""
+                title = f"{h.name}{where} · {link}"
+                tip = (
+                    f"Joined over {link}: {rig.link.gbit_s:g} Gbit/s, round trip "
+                    f"{rig.link.round_trip_s * 1e6:g} µs. Its layers cost a network hop per "
+                    "token (llama.cpp RPC) or run as a pipeline stage (vLLM, SGLang)."
+                )
+            group = QTreeWidgetItem([title])
+            group.setData(COL_DEVICE, Qt.ItemDataRole.UserRole, _HOST_ROW)
+            group.setToolTip(COL_DEVICE, tip)
+            font = group.font(COL_DEVICE)
+            font.setBold(True)
+            group.setFont(COL_DEVICE, font)
+            self.device_tree.addTopLevelItem(group)
+            for position, gpu in enumerate(rig.gpus):
+                if gpu.host == host:
+                    group.addChild(self._gpu_item(position, gpu))
+            if h is None:
+                group.addChild(self._cpu_item(rig))
+            elif h.ram_total_bytes:
+                ram = QTreeWidgetItem([f"RAM · {_gib(h.ram_total_bytes)}"])
+                ram.setData(COL_DEVICE, Qt.ItemDataRole.UserRole, _HOST_ROW)
+                group.addChild(ram)
+            group.setExpanded(True)
+
     def _select_position(self, position: int) -> None:
-        item = self.device_tree.topLevelItem(position)
-        if item is not None:
-            self.device_tree.setCurrentItem(item)
+        it = QTreeWidgetItemIterator(self.device_tree)
+        while it.value() is not None:
+            item = it.value()
+            if item.data(COL_DEVICE, Qt.ItemDataRole.UserRole) == position:
+                self.device_tree.setCurrentItem(item)
+                return
+            it += 1
 
     def _sync_selection_controls(self) -> None:
         position = self.selected_position()

@@ -31,7 +31,7 @@ def test_case_within_target(case_id: str) -> None:
 
 def test_enough_cases_of_each_engine() -> None:
     engines = [str(o.case["engine"]) for o in OUTCOMES.values() if o.case["kind"] != "weights"]
-    assert engines.count("vllm") >= 5 and engines.count("sglang") >= 5
+    assert engines.count("vllm") >= 5 and engines.count("sglang") >= 4
 
 
 def test_refusals_give_the_engines_estimate() -> None:

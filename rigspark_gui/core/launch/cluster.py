@@ -57,7 +57,8 @@ class ClusterLaunch(Frozen):
         parts = []
         for sc in self.scripts:
             where = sc.host or THIS_HOST
-            parts.append(f"# {sc.order}. on {where} ({sc.address}): {sc.role}\n{sc.text}")
+            at = "" if sc.address == where else f" ({sc.address})"
+            parts.append(f"# {sc.order}. on {where}{at}: {sc.role}\n{sc.text}")
         return "\n\n".join(parts)
 
 
@@ -219,7 +220,7 @@ def serving_launch(
         ids = [i for i in gpu_ids if rig.gpus[i].host == head]
         script = HostScript(
             host=head,
-            address=_address(rig, head),
+            address=_address(rig, head) if head else rig.address or "this machine",
             role="vllm serve",
             order=1,
             text=_line(_gpu_env(rig, ids), argv),
@@ -298,7 +299,8 @@ def _sglang(
     if len(order) == 1:
         ids = list(gpu_ids)
         script = HostScript(
-            host=head, address=_address(rig, head), role="SGLang server", order=1,
+            host=head, address=_address(rig, head) if head else rig.address or "this machine",
+            role="SGLang server", order=1,
             text=_line(_gpu_env(rig, ids), argv),
         )  # fmt: skip
         return ClusterLaunch(engine="SGLang", supported=True, scripts=(script,), notes=tuple(notes))
