@@ -14,6 +14,7 @@ from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.paths import Verdict
 from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.units import GIB, gib, speed_text
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
@@ -177,8 +178,10 @@ def kv_memory_chart(
         s.quant or spec.available_quants[-1]
     )
     g = spec.geometry
-    layout = weights_layout(spec, quant)
-    weights = layout.total_bytes
+    if s.backend.serving and quant in FORMATS:
+        weights = checkpoint_bytes(g, quant)  # a serving engine's checkpoint
+    else:
+        weights = weights_layout(spec, quant).total_bytes
     top = g.context_length
     lo = 256
     ctxs = sorted(

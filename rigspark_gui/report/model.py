@@ -16,13 +16,14 @@ from pydantic import Field, ValidationError
 from rigspark_gui.core.chart_spec import FitChart, KvChart, fit_chart, kv_memory_chart
 from rigspark_gui.core.errors import RigSparkError, validation_message
 from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.launch import LaunchCommand, launch_commands
+from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
+from rigspark_gui.core.serving import ServingPlan, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.suggest import Suggestion
@@ -32,6 +33,12 @@ from rigspark_gui.identity import APP_NAME, APP_VERSION
 REPORT_SCHEMA_VERSION = 1
 # the curves of the KV chart: the same four the KV tab draws
 KV_CHART_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
+SERVING_KV_TYPES = (KvCacheType.F16, KvCacheType.FP8)
+
+
+def kv_chart_types(s: PlanSettings) -> tuple[KvCacheType, ...]:
+    """The cache types the memory-against-context chart draws: the engine's own."""
+    return SERVING_KV_TYPES if s.backend.serving else KV_CHART_TYPES
 
 
 class ReportError(RigSparkError):
@@ -101,6 +108,12 @@ class PlanReport(Frozen):
     suggestions: tuple[Suggestion, ...] = Field(
         default=(), description="the smallest changes that buy a better quantization or path"
     )
+    serving: ServingPlan | None = Field(
+        default=None, description="vLLM/SGLang: the engine's own start-up figures"
+    )
+    launch: ClusterLaunch | None = Field(
+        default=None, description="a script per host, in start order (serving, multi-host)"
+    )
 
 
 def _bytes_text(n: int | None) -> str:
@@ -148,12 +161,12 @@ def rig_devices(rig: Rig) -> tuple[ReportDevice, ...]:
         ),
     )
     out = [host]
-    for g in rig.gpus:
+    for position, g in enumerate(rig.gpus):
         tf = g.fp16_tflops
         out.append(
             ReportDevice(
-                device=f"gpu:{g.index}",
-                name=g.name,
+                device=f"gpu:{position}",
+                name=f"{g.name} on {g.host}" if g.host else g.name,
                 figures=(
                     _figure(
                         g, "memory total", "memory_total_bytes", _bytes_text(g.memory_total_bytes)
@@ -169,6 +182,24 @@ def rig_devices(rig: Rig) -> tuple[ReportDevice, ...]:
                     ),
                     _figure(g, "FP16", "fp16_tflops", f"{tf:g} TFLOPS" if tf else "unknown"),
                     _figure(g, "reserve", "reserve_bytes", _bytes_text(g.reserve_bytes)),
+                ),
+            )
+        )
+    link = rig.link
+    for h in rig.hosts:
+        out.append(
+            ReportDevice(
+                device=f"host:{h.name}",
+                name=h.address or h.name,
+                figures=(
+                    Figure(label="RAM total", value=_bytes_text(h.ram_total_bytes), basis="user"),
+                    Figure(
+                        label="network",
+                        value=f"{link.label}: {link.gbit_s:g} Gbit/s, "
+                        f"{link.round_trip_s * 1e6:g} µs round trip",
+                        basis="user" if rig.network is not None else "spec",
+                        source="" if rig.network is not None else "the 10 GbE preset",
+                    ),
                 ),
             )
         )
@@ -253,9 +284,15 @@ def build_report(
     result = plan(spec, rig, settings, perf, kv_pairs=kv_pairs, ladders=False)
     shown = next((p for p in result.paths if p.path is result.recommended), result.paths[0])
     quant = shown.quant or spec.available_quants[-1]
-    layout = weights_layout(spec, quant)
-    published = spec.published.get(quant)
-    if published is not None:
+    serving = result.serving is not None
+    # a serving engine loads a checkpoint format, not a GGUF quantization: its sizes come
+    # from the serving model, the layout (for the parameter counts) from the 16-bit form
+    layout = weights_layout(spec, spec.available_quants[0] if serving else quant)
+    published = None if serving else spec.published.get(quant)
+    if serving:
+        file_bytes = checkpoint_bytes(spec.geometry, quant)
+        basis = "a Hugging Face checkpoint in this format, from the geometry"
+    elif published is not None:
         file_bytes, basis = published.file_bytes, f"published: {published.source}"
     elif spec.tensors is not None:
         file_bytes, basis = file_bytes_estimate(layout, spec.geometry), "from the file's tensors"
@@ -279,7 +316,9 @@ def build_report(
     placement = placement if placement is not None else result.placement
     loads: tuple[DeviceLoad, ...] = ()
     commands: tuple[LaunchCommand, ...] = ()
-    if placement is not None:
+    if serving:
+        loads = result.device_loads
+    elif placement is not None:
         repack = repack_for(spec, layout.quant, rig.cpu.features)
         loads = device_loads(
             placement, spec.geometry, layout, rig, result.settings, cpu_repack=repack
@@ -304,9 +343,11 @@ def build_report(
         launch_commands=commands,
         suggestions=suggest(spec, rig, result.settings, perf, load_quality()),
         fit_chart=fit_chart(result),
-        kv_chart=kv_memory_chart(spec, result, KV_CHART_TYPES),
+        kv_chart=kv_memory_chart(spec, result, kv_chart_types(result.settings)),
         notes=result.notes,
         assumptions=_assumptions(result.paths, perf, model, result.settings),
+        serving=result.serving,
+        launch=result.launch if not edited else None,
     )
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, units_span
+from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
-from rigspark_gui.report.text import auto_rule, suggestion_line
+from rigspark_gui.report.text import auto_rule, path_label, suggestion_line
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,6 @@ class Bullets:
 
 
 Block = Heading | Para | Table | Chart | Code | Bullets
-
-
-def path_label(p: PathPlan) -> str:
-    if p.path is PathName.GPU:
-        return "gpu (1 GPU)"
-    if p.path is PathName.MULTI_GPU:
-        return f"multi-gpu ({p.gpu_count} GPUs)"
-    return p.path.value
 
 
 def kv_pair(k: str, v: str) -> str:
@@ -312,6 +304,21 @@ def report_blocks(report: PlanReport) -> list[Block]:
             name="placement",
         )
     )
+    if report.serving is not None:
+        blocks += _serving_blocks(report.serving)
+    if report.launch is not None:
+        blocks.append(Heading(f"Launch, in order ({report.launch.engine})"))
+        if not report.launch.supported:
+            blocks.append(Para(report.launch.explanation))
+        for sc in report.launch.scripts:
+            where = sc.host or "this machine"
+            blocks.append(Code(f"{sc.order}. on {where} ({sc.address}): {sc.role}", sc.text, ()))
+        if report.launch.notes:
+            blocks.append(Bullets(report.launch.notes))
+    if not report.launch_commands:
+        blocks.append(Heading("Sources and assumptions"))
+        blocks.append(Bullets(tuple(f"{a.topic}: {a.text}" for a in report.assumptions)))
+        return blocks
     blocks.append(Heading("Launch commands"))
     for c in report.launch_commands:
         title = c.engine.value if c.supported else f"{c.engine.value} (not possible)"
@@ -320,6 +327,85 @@ def report_blocks(report: PlanReport) -> list[Block]:
     blocks.append(Heading("Sources and assumptions"))
     blocks.append(Bullets(tuple(f"{a.topic}: {a.text}" for a in report.assumptions)))
     return blocks
+
+
+SERVING_COLUMNS = (
+    "GPU",
+    "Host",
+    "Claim",
+    "Weights",
+    "Activations",
+    "Non-torch",
+    "CUDA graphs",
+    "KV pool",
+)
+
+
+def _serving_blocks(sp: ServingPlan) -> list[Block]:
+    """The engine's start-up figures, each GPU's budget and throughput by concurrency."""
+    engine = "vLLM" if sp.engine == "vllm" else "SGLang"
+    knob = "gpu_memory_utilization" if sp.engine == "vllm" else "mem_fraction_static"
+    out: list[Block] = [
+        Heading(f"Serving ({engine})"),
+        Para(
+            f"{sp.format}, tensor parallel {sp.tensor_parallel} × pipeline parallel "
+            f"{sp.pipeline_parallel}, {knob} {sp.memory_utilization:g}: KV pool "
+            f"{sp.kv_cache_tokens:,} tokens ({human_bytes(sp.kv_cache_bytes)}); max_model_len "
+            f"{sp.max_model_len:,} gives {sp.max_concurrency:.2f}× concurrency; up to "
+            f"{sp.max_num_seqs:,} requests batched."
+        ),
+    ]
+    if sp.refusal:
+        out.append(
+            Para(
+                f"{engine} refuses: {sp.refusal} The longest max_model_len it accepts: "
+                f"{sp.largest_max_model_len:,}."
+            )
+        )
+    out.append(
+        Table(
+            (
+                "GPU",
+                "Host",
+                "Claim",
+                "Weights",
+                "Activations",
+                "Non-torch",
+                "CUDA graphs",
+                "KV pool",
+            ),
+            tuple(
+                (
+                    b.device,
+                    b.host or "this machine",
+                    human_bytes(b.budget_bytes),
+                    human_bytes(b.weights_bytes),
+                    human_bytes(b.activation_bytes),
+                    human_bytes(b.non_torch_bytes),
+                    human_bytes(b.cuda_graph_bytes),
+                    human_bytes(b.kv_cache_bytes),
+                )
+                for b in sp.gpus
+            ),
+            numeric=frozenset(range(2, 8)),
+            name="serving",
+        )
+    )
+    if sp.concurrency:
+        out.append(
+            Table(
+                ("Concurrent users", "Tokens/s per user", "Tokens/s total", "Bound by"),
+                tuple(
+                    (str(c.users), f"{c.per_user_tok_s:.1f}", f"{c.total_tok_s:.0f}", c.limit)
+                    for c in sp.concurrency
+                ),
+                numeric=frozenset({0, 1, 2}),
+                name="concurrency",
+            )
+        )
+        out.append(Para(f"Speed basis: {sp.speed_basis}."))
+    out += [Para(f"Note: {n}") for n in sp.notes]
+    return out
 
 
 def byline(report: PlanReport) -> str:

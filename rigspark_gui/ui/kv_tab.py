@@ -24,6 +24,7 @@ from rigspark_gui.core.chart_spec import kv_memory_chart
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.plan import KvComparisonRow, Plan, kv_comparison
 from rigspark_gui.core.units import gib, human_bytes, tokens
+from rigspark_gui.report.model import kv_chart_types
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.session import PlannerSession
@@ -81,7 +82,7 @@ class KvTab(QWidget):
         if spec is None or rig is None:
             return
         s = plan.settings
-        self.chart.show_chart(kv_memory_chart(spec, plan, CURVE_TYPES))
+        self.chart.show_chart(kv_memory_chart(spec, plan, kv_chart_types(s)))
         key = (
             spec.id,
             rig,
