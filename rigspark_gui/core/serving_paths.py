@@ -93,6 +93,8 @@ def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
             "llama.cpp to plan the CPU"
         )
     wanted = (s.tensor_parallel or 1) * (s.pipeline_parallel or 1)
+    if wanted == 1 and (s.tensor_parallel or s.pipeline_parallel):
+        return [c for c in cands if c.name is PathName.GPU] or cands[:1]
     if wanted > 1:
         # an explicit layout: the paths with enough GPUs for it
         cands = [c for c in cands if c.name is not PathName.GPU and len(c.gpu_ids) >= wanted]
