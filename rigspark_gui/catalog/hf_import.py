@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from rigspark_gui.catalog.gguf_import import swa_period
 from rigspark_gui.core.errors import ModelImportError
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
+from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec
 
 __all__ = ["SYNTHESIZED_QUANTS", "HfImport", "import_hf", "import_hf_config"]
 
@@ -243,6 +243,78 @@ def _safetensors_total(folder: Path) -> int | None:
     return total
 
 
+# safetensors: an 8-byte little-endian header length, then a JSON header naming every
+# tensor's dtype, shape and byte range. Headers of real checkpoints are under 1 MiB.
+_MAX_SAFETENSORS_HEADER = 64 * 1024 * 1024
+
+
+def _safetensors_single(folder: Path) -> int | None:
+    """Tensor bytes of a one-file checkpoint (`model.safetensors`), from its header."""
+    path = folder / "model.safetensors"
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ModelImportError("model.safetensors: truncated header")
+            size = int.from_bytes(head, "little")
+            if not 2 <= size <= _MAX_SAFETENSORS_HEADER:
+                raise ModelImportError("model.safetensors: implausible header size")
+            raw = _read_bounded(f, size)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ModelImportError(f"model.safetensors: cannot read the file ({reason})") from exc
+    try:
+        header = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ModelImportError("model.safetensors: the header is not valid JSON") from exc
+    if not isinstance(header, dict):
+        raise ModelImportError("model.safetensors: the header is not a JSON object")
+    end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1] < 1 << 50
+        ):
+            raise ModelImportError(
+                f"model.safetensors: tensor {_printable(str(name))[:60]} has no byte range"
+            )
+        end = max(end, offsets[1])
+    return end
+
+
+def checkpoint_format(config: dict[str, Any]) -> str:
+    """The serving format a config.json describes: its quantization method, else 16-bit."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        return "BF16"
+    method = str(q.get("quant_method", "")).lower()
+    if method in ("fp8", "fbgemm_fp8", "modelopt"):
+        return "FP8"
+    if method == "awq":
+        return "AWQ"
+    if method in ("gptq", "gptq_marlin"):
+        return "GPTQ"
+    if method == "compressed-tensors":
+        groups = q.get("config_groups")
+        weights = {}
+        if isinstance(groups, dict) and groups:
+            first = next(iter(groups.values()))
+            weights = first.get("weights", {}) if isinstance(first, dict) else {}
+        bits = weights.get("num_bits") if isinstance(weights, dict) else None
+        kind = weights.get("type") if isinstance(weights, dict) else None
+        if bits == 4:
+            return "GPTQ"
+        return "FP8" if kind == "float" else "INT8"
+    return "BF16"
+
+
 def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometry, str]:
     arch, tie_default = _FAMILIES[model_type]
     if model_type in ("gemma3", "llama4"):
@@ -423,6 +495,8 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
     folder = config_path.parent.resolve()
     folder_name = folder.name or "model"
     total = _safetensors_total(folder)
+    if total is None:
+        total = _safetensors_single(folder)
     name_or_path = data.get("_name_or_path")
     name = folder_name
     if isinstance(name_or_path, str) and name_or_path.strip():
@@ -440,6 +514,11 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
             quants=SYNTHESIZED_QUANTS,
             source=source,
             imported=True,
+            checkpoint=Checkpoint(
+                format=checkpoint_format(data),
+                total_bytes=total,
+                source=f"{fname} and its safetensors" if total is not None else fname,
+            ),
         )
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -17,6 +17,7 @@ from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
 from rigspark_gui.core.quality import QuantQuality
 
 __all__ = [
+    "Checkpoint",
     "Frozen",
     "Geometry",
     "ModelSpec",
@@ -142,6 +143,14 @@ class QuantFile(Frozen):
     source: str
 
 
+class Checkpoint(Frozen):
+    """The Hugging Face checkpoint a serving engine would load, when it was read."""
+
+    format: str = Field(description="BF16, FP8, INT8, AWQ or GPTQ (from config.json)")
+    total_bytes: int | None = Field(default=None, ge=0, description="its safetensors bytes")
+    source: str = ""
+
+
 class ModelSpec(Frozen):
     """A plannable model. Weights come from an exact tensor list (a GGUF header)
     or, for catalog models, are synthesized per quantization from the geometry."""
@@ -169,6 +178,9 @@ class ModelSpec(Frozen):
     imported: bool = False
     hf_repo: str = Field(default="", description="its Hugging Face repository, if known")
     ollama_tag: str = Field(default="", description="its name in Ollama's store, if it is there")
+    checkpoint: Checkpoint | None = Field(
+        default=None, description="a native checkpoint's format and size (serving engines)"
+    )
 
     @model_validator(mode="after")
     def _has_weights(self) -> ModelSpec:

@@ -43,7 +43,8 @@ SERVING_PATHS = (PathName.GPU, PathName.MULTI_GPU, PathName.MULTI_HOST)
 def serving_format(spec: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     """Checkpoint formats to try, best first: the one asked for, else Auto's list."""
     if s.quant is None:
-        return AUTO_FORMATS
+        # a native checkpoint is what the engine loads; else the best that fits
+        return (spec.checkpoint.format,) if spec.checkpoint is not None else AUTO_FORMATS
     q = s.quant.upper()
     if q in ("F16", "FP16", "BF16"):
         return ("BF16",)
@@ -54,6 +55,16 @@ def serving_format(spec: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
             f"choose a checkpoint format ({names})"
         )
     return (q,)
+
+
+def _scale(spec: ModelSpec, fmt: str) -> float:
+    """A read checkpoint's real bytes over the geometry's estimate for its format (the
+    rotary table is not in the file)."""
+    ck = spec.checkpoint
+    if ck is None or ck.total_bytes is None or ck.format != fmt:
+        return 1.0
+    estimate = checkpoint_bytes(spec.geometry, fmt, with_rope=False)
+    return ck.total_bytes / estimate if estimate else 1.0
 
 
 def _layout(
@@ -161,7 +172,7 @@ def plan_serving_path(
     tried: list[ServingPlan] = []
     chosen: ServingPlan | None = None
     for fmt in formats:
-        sp = size_serving(g, rig, s, ids, tp, pp, fmt, speed)
+        sp = size_serving(g, rig, s, ids, tp, pp, fmt, speed, _scale(spec, fmt))
         tried.append(sp)
         if sp.fits and chosen is None:
             chosen = sp
@@ -224,7 +235,13 @@ def plan_serving_path(
         prefill=_prefill(spec, rig, s, ids, speed)
         if chosen is not None
         else Prefill(prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"),
-        file_bytes=checkpoint_bytes(g, shown.format),
+        file_bytes=(
+            spec.checkpoint.total_bytes
+            if spec.checkpoint is not None
+            and spec.checkpoint.total_bytes
+            and spec.checkpoint.format == shown.format
+            else checkpoint_bytes(g, shown.format)
+        ),
         ladder=ladder,
         choice=choice,
         serving=shown,

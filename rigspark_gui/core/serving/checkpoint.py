@@ -113,10 +113,12 @@ def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
                 layers[t.layer] += b * _kv_share(g, t.layer, tp)
             else:
                 layers[t.layer] += b / tp
-    # the rotary cos/sin table vLLM and SGLang build for the trained context, 16-bit
-    rope = g.context_length * (g.rope_head_dim or g.head_dim_k) * 2
     return RankWeights(
-        int(embedding) + rope, int(head), tuple(int(x) for x in layers), n_params, int(active)
+        int(embedding) + rope_bytes(g),
+        int(head),
+        tuple(int(x) for x in layers),
+        n_params,
+        int(active),
     )
 
 
@@ -144,7 +146,13 @@ def stage_weights(w: RankWeights, stages: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def checkpoint_bytes(g: Geometry, fmt_name: str) -> int:
-    """The whole checkpoint (TP 1, one stage)."""
+def rope_bytes(g: Geometry) -> int:
+    """The rotary cos/sin table vLLM and SGLang build for the trained context, 16-bit."""
+    return g.context_length * (g.rope_head_dim or g.head_dim_k) * 2
+
+
+def checkpoint_bytes(g: Geometry, fmt_name: str, *, with_rope: bool = True) -> int:
+    """The whole checkpoint as loaded (TP 1, one stage); `with_rope=False`: as stored."""
     w = rank_weights(g, fmt_name, 1)
-    return w.embedding + w.head + sum(w.layers)
+    total = w.embedding + w.head + sum(w.layers)
+    return total if with_rope else total - rope_bytes(g)

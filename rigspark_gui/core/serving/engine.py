@@ -54,8 +54,10 @@ def size_serving(
     pp: int,
     fmt: str,
     speed: SpeedModel | None,
+    weights_scale: float = 1.0,
 ) -> ServingPlan:
-    """Every GPU's budget for `fmt` on `gpu_ids` (pp stages of tp GPUs, in order)."""
+    """Every GPU's budget for `fmt` on `gpu_ids` (pp stages of tp GPUs, in order).
+    `weights_scale`: a read checkpoint's bytes over the geometry's estimate."""
     assert len(gpu_ids) == tp * pp, "a serving layout needs tp × pp GPUs"
     engine = s.backend
     name = engine.label
@@ -70,6 +72,12 @@ def size_serving(
     kv_b = 1 if s.kv_k is KvCacheType.FP8 else 2
     stages = pp_partition(g.n_layer, pp)
     w = rank_weights(g, fmt, tp)
+    if weights_scale != 1.0:
+        w = w._replace(
+            embedding=round(w.embedding * weights_scale),
+            head=round(w.head * weights_scale),
+            layers=tuple(round(b * weights_scale) for b in w.layers),
+        )
     per_stage = stage_weights(w, stages)
     offload = int(s.cpu_offload_gb * GIB) if engine is Backend.VLLM else 0
     nvswitch = all(x.nvlink and (x.compute_capability or "0") >= "9.0" for x in gpus)
