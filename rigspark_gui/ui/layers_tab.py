@@ -455,7 +455,12 @@ class LayersTab(QWidget):
         if self._rig is None:
             return
         for d, lane in self._lanes.items():
-            name = self._rig.cpu.name if d == CPU else self._rig.gpus[int(d.split(":")[1])].name
+            if d == CPU:
+                name = self._rig.cpu.name
+            else:
+                gpu = self._rig.gpus[int(d.split(":")[1])]
+                # another host numbers its GPUs from 0: say which one it is there
+                name = f"{gpu.name} (GPU {gpu.index} on {gpu.host})" if gpu.host else gpu.name
             lane.header.setText(f"{device_label(d)} — {name}")
             self._move_actions[d].setText(f"{device_label(d)} ({name})")
 
