@@ -24,6 +24,7 @@ from rigspark_gui.core.paths import (
 )
 from rigspark_gui.core.placement import FitContext
 from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.serving_paths import serving_paths
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import gib
@@ -107,6 +108,8 @@ def rank_model(
         "family": spec.family,
         "params": param_count(spec).total,
     }
+    if s.backend.serving:
+        return _rank_serving(spec, rig, settings, speed, base, ctx != s.context)
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
     )
@@ -142,6 +145,44 @@ def rank_model(
         quality=q.label if (q := spec.quality.get(best.quant or "")) is not None else "",
         tok_s=t.tok_s if t else None, low_tok_s=t.low_tok_s if t else None,
         high_tok_s=t.high_tok_s if t else None, note=note,
+    )  # fmt: skip
+
+
+def _rank_serving(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    base: dict[str, object],
+    capped: bool,
+) -> RankedModel:
+    """vLLM and SGLang: the serving plan's recommendation (checkpoint formats)."""
+    try:
+        paths = serving_paths(spec, rig, s, speed)
+    except RigSparkError as err:
+        return RankedModel.model_validate(
+            {**base, "verdict": Verdict.NO, "path": None, "quant": None, "required_bytes": 0,
+             "low_tok_s": None, "high_tok_s": None, "note": str(err)}
+        )  # fmt: skip
+    best = choose_recommended(paths, spec, s.min_tok_s)
+    if best is None:
+        near = min(paths, key=lambda p: p.shortfall_bytes or 0)
+        short = near.shortfall_bytes
+        refusal = near.serving.refusal if near.serving is not None else None
+        note = f"needs {gib(short)} more on {near.path}" if short else (refusal or "")
+        return RankedModel.model_validate(
+            {**base, "verdict": Verdict.NO, "path": None, "quant": near.quant,
+             "required_bytes": near.required_bytes, "low_tok_s": None, "high_tok_s": None,
+             "note": note[:200]}
+        )  # fmt: skip
+    t = best.throughput
+    line = s.min_tok_s or SLOW_TOK_S
+    slow = t.tok_s is not None and t.tok_s < line
+    return RankedModel.model_validate(
+        {**base, "verdict": Verdict.SLOW if slow else Verdict.FITS, "path": best.path,
+         "quant": best.quant, "required_bytes": best.required_bytes, "tok_s": t.tok_s,
+         "low_tok_s": t.low_tok_s, "high_tok_s": t.high_tok_s,
+         "note": f"context capped at {s.context}" if capped else ""}
     )  # fmt: skip
 
 

@@ -89,7 +89,8 @@ def suggest(
 ) -> tuple[Suggestion, ...]:
     """Up to `limit` changes that improve on the recommendation for (`spec`, `rig`, `s`),
     smallest first. A fixed quantization (`s.quant`) has nothing to improve."""
-    if s.quant is not None:
+    if s.quant is not None or s.backend.serving:
+        # a serving engine's own levers (utilization, max_model_len, TP) are its tab's
         return ()
     base = rank_model(spec, rig, s, speed)
     base_q, base_t = base.quant if base.path is not None else None, base.tok_s

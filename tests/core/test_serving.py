@@ -226,3 +226,21 @@ def test_405b_on_two_h100_nodes_is_tp8_pp2_over_ray() -> None:
     )
     assert sg.launch is not None and [sc.host for sc in sg.launch.scripts] == ["", "box2"]
     assert all("--nnodes 2" in sc.text for sc in sg.launch.scripts)
+
+
+def test_the_catalog_ranks_serving_engines_by_checkpoint_format() -> None:
+    from rigspark_gui.core.ranking import Verdict, rank_model
+
+    two = rig_of(card("RTX 3090"), card("RTX 3090"))
+    r = rank_model(spec("llama-3.3-70b-instruct"), two, make_settings(backend="vllm"), PERF)
+    assert r.verdict is not Verdict.NO and r.quant == "AWQ" and r.path is PathName.MULTI_GPU
+    none = rank_model(spec("llama-3.1-405b-instruct"), R3090, make_settings(backend="sglang"), PERF)
+    assert none.verdict is Verdict.NO and none.note.startswith("needs")
+
+
+def test_suggestions_stay_with_llama_cpp_quantizations() -> None:
+    from rigspark_gui.catalog.quality import load_quality
+    from rigspark_gui.core.suggest import suggest
+
+    s = make_settings(backend="vllm", context=32768)
+    assert suggest(spec("qwen3-32b"), R3090, s, PERF, load_quality()) == ()

@@ -62,21 +62,90 @@ def _is_linear(name: str, shape: tuple[int, ...]) -> bool:
     return len(shape) >= 2 and "ffn_gate_inp" not in name and "norm" not in name
 
 
-def _tensor_bytes(fmt: ServingFormat, name: str, shape: tuple[int, ...], block: bool) -> float:
+class _Sums(NamedTuple):
+    """What a format's bytes are linear in, summed over some tensors: elements, output
+    channels, groups of GROUP inputs per output channel, input rows (each per expert)."""
+
+    elements: int
+    channels: int
+    groups: int
+    rows: int
+
+    def bytes_as(self, fmt: ServingFormat) -> float:
+        return (
+            fmt.linear_bytes * self.elements
+            + fmt.per_channel_bytes * self.channels
+            + fmt.per_group_bytes * self.groups
+            + fmt.per_input_row_bytes * self.rows
+        )
+
+
+class _Shape(NamedTuple):
+    """A model's tensors summed by where they live: 16-bit parts (embedding, head and
+    norm, per-layer norms and routers) and each layer's linear weights (K/V apart)."""
+
+    embedding: int  # elements
+    head_matrix: int  # elements of 2-D head tensors (TP-sharded)
+    head_rest: int  # elements of the final norm (replicated)
+    layer_plain: tuple[int, ...]  # elements per layer kept 16-bit (replicated 1-D, routers)
+    layer_router: tuple[int, ...]  # 2-D 16-bit per layer (routers: sharded)
+    layer_kv: tuple[_Sums, ...]
+    layer_other: tuple[_Sums, ...]
+    n_params: int
+    active: float
+
+
+def _sums(shape: tuple[int, ...]) -> _Sums:
     n = 1
     for d in shape:
         n *= d
-    if not block or not _is_linear(name, shape):
-        return 2.0 * n
     inp, out = shape[0], shape[1]
     rest = n // (inp * out)  # experts
-    groups = -(-inp // GROUP)
-    return (
-        fmt.linear_bytes * n
-        + fmt.per_channel_bytes * out * rest
-        + fmt.per_group_bytes * groups * out * rest
-        + fmt.per_input_row_bytes * inp * rest
+    return _Sums(n, out * rest, -(-inp // GROUP) * out * rest, inp * rest)
+
+
+def _add(a: _Sums, b: _Sums) -> _Sums:
+    return _Sums(
+        a.elements + b.elements, a.channels + b.channels, a.groups + b.groups, a.rows + b.rows
     )
+
+
+@lru_cache(maxsize=256)
+def _shape_of(g: Geometry) -> _Shape:
+    """One pass over the 16-bit tensor list per model; every format and TP is then sums."""
+    zero = _Sums(0, 0, 0, 0)
+    plain = [0] * g.n_layer
+    router = [0] * g.n_layer
+    kv = [zero] * g.n_layer
+    other = [zero] * g.n_layer
+    embedding = head_matrix = head_rest = n_params = 0
+    active = 0.0
+    share_used = g.n_expert_used / g.n_expert if g.n_expert else 1.0
+    for t in synthesize_tensors(g, "BF16"):
+        n = t.n_elements
+        n_params += n
+        active += n * (share_used if t.expert else 1.0)
+        if t.group is TensorGroup.INPUT:
+            embedding += n
+        elif t.group is TensorGroup.OUTPUT:
+            if len(t.shape) >= 2:
+                head_matrix += n
+            else:
+                head_rest += n
+        elif t.layer is not None:
+            il = t.layer
+            if len(t.shape) < 2:
+                plain[il] += n
+            elif not _is_linear(t.name, t.shape):
+                router[il] += n
+            elif "attn_k" in t.name or "attn_v" in t.name:
+                kv[il] = _add(kv[il], _sums(t.shape))
+            else:
+                other[il] = _add(other[il], _sums(t.shape))
+    return _Shape(
+        embedding, head_matrix, head_rest, tuple(plain), tuple(router), tuple(kv),
+        tuple(other), n_params, active,
+    )  # fmt: skip
 
 
 def _kv_share(g: Geometry, layer: int, tp: int) -> float:
@@ -88,37 +157,26 @@ def _kv_share(g: Geometry, layer: int, tp: int) -> float:
     return max(heads // tp, 1) / heads if heads >= tp else 1.0 / heads
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
     """Bytes one tensor-parallel rank holds, per block and for the embedding and head."""
     fmt = FORMATS[fmt_name]
-    layers = [0.0] * g.n_layer
-    embedding = head = 0.0
-    n_params = 0
-    active = 0.0
-    share_used = g.n_expert_used / g.n_expert if g.n_expert else 1.0
-    for t in synthesize_tensors(g, "BF16"):
-        b = _tensor_bytes(fmt, t.name, t.shape, t.group is TensorGroup.BLOCK)
-        n = t.n_elements
-        n_params += n
-        active += n * (share_used if t.expert else 1.0)
-        if t.group is TensorGroup.INPUT:
-            embedding += b / tp
-        elif t.group is TensorGroup.OUTPUT:
-            head += b / tp if len(t.shape) >= 2 else b
-        elif t.layer is not None:
-            if len(t.shape) < 2:
-                layers[t.layer] += b  # norms: replicated on every rank
-            elif "attn_k" in t.name or "attn_v" in t.name:
-                layers[t.layer] += b * _kv_share(g, t.layer, tp)
-            else:
-                layers[t.layer] += b / tp
+    sh = _shape_of(g)
+    layers = tuple(
+        int(
+            2.0 * sh.layer_plain[il]
+            + 2.0 * sh.layer_router[il] / tp
+            + sh.layer_kv[il].bytes_as(fmt) * _kv_share(g, il, tp)
+            + sh.layer_other[il].bytes_as(fmt) / tp
+        )
+        for il in range(g.n_layer)
+    )
     return RankWeights(
-        int(embedding) + rope_bytes(g),
-        int(head),
-        tuple(int(x) for x in layers),
-        n_params,
-        int(active),
+        int(2.0 * sh.embedding / tp) + rope_bytes(g),
+        int(2.0 * sh.head_matrix / tp + 2.0 * sh.head_rest),
+        layers,
+        sh.n_params,
+        int(sh.active),
     )
 
 
