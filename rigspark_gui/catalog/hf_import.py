@@ -301,6 +301,8 @@ def checkpoint_format(config: dict[str, Any]) -> str:
         return "AWQ"
     if method in ("gptq", "gptq_marlin"):
         return "GPTQ"
+    if method == "mxfp4":
+        return "MXFP4"
     if method == "compressed-tensors":
         groups = q.get("config_groups")
         weights = {}

@@ -14,13 +14,21 @@ from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.model_spec import Geometry, ModelSpec, QuantFile
+from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec, QuantFile
 from rigspark_gui.resources import data_file
 
 CATALOG_SCHEMA_VERSION = 1
 MAX_CATALOG_BYTES = 32 << 20
 # Best first: the planner picks the first that fits.
 STANDARD_QUANTS = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")
+
+
+# Models released quantized: a serving engine loads that checkpoint (FP8 for DeepSeek V3
+# and Kimi K2, MXFP4 experts for gpt-oss); 16-bit releases leave the format to Auto.
+NATIVE_CHECKPOINTS = {
+    "fp8": Checkpoint(format="FP8", source="the model's release (native_dtype fp8)"),
+    "mxfp4": Checkpoint(format="MXFP4", source="the model's release (native_dtype mxfp4)"),
+}
 
 
 class CatalogEntry(BaseModel):
@@ -60,6 +68,7 @@ class CatalogEntry(BaseModel):
             published=published,
             source=self.source,
             hf_repo=self.hf_repo,
+            checkpoint=NATIVE_CHECKPOINTS.get(self.native_dtype),
         )
 
 

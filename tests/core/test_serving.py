@@ -244,3 +244,24 @@ def test_suggestions_stay_with_llama_cpp_quantizations() -> None:
 
     s = make_settings(backend="vllm", context=32768)
     assert suggest(spec("qwen3-32b"), R3090, s, PERF, load_quality()) == ()
+
+
+def test_models_released_quantized_are_served_as_released() -> None:
+    h100 = rig_of(*(card("H100 SXM") for _ in range(8)))
+    oss = plan(spec("gpt-oss-120b"), h100, make_settings(backend="vllm", context=32768), PERF)
+    assert oss.serving is not None and oss.serving.format == "MXFP4"
+    # 4-bit experts with 16-bit attention: between all-4-bit AWQ and all-8-bit FP8
+    g = spec("gpt-oss-120b").geometry
+    assert checkpoint_bytes(g, "AWQ") < checkpoint_bytes(g, "MXFP4") < checkpoint_bytes(g, "FP8")
+    ds = plan(spec("deepseek-v3"), h100, make_settings(backend="vllm", context=8192), PERF)
+    assert all(p.quant == "FP8" for p in ds.paths)
+
+
+def test_vllm_holds_sliding_layers_at_their_window() -> None:
+    g3 = spec("gemma-3-27b-it")
+    s = make_settings(backend="vllm", context=32768, quant="AWQ")
+    hybrid = plan(g3, R3090, s, PERF).serving
+    full = plan(g3, R3090, s.model_copy(update={"swa_full": True}), PERF).serving
+    assert hybrid is not None and full is not None
+    # per request the windowed layers need ~1K tokens, not 32K: more requests fit
+    assert hybrid.max_concurrency > 2 * full.max_concurrency

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.rig import Gpu
-from rigspark_gui.core.settings import Backend
+from rigspark_gui.core.settings import Backend, PlanSettings
 
 GIB = 1 << 30
 BLOCK_SIZE = 16  # vLLM's default KV block (tokens) on CUDA
@@ -126,6 +126,14 @@ def cuda_graph_bytes(g: Geometry, tp: int, max_batch: int) -> int:
     return max_batch * per_token + g.n_layer * (4 << 20)
 
 
+def sliding_layers(g: Geometry, s: PlanSettings) -> frozenset[int]:
+    """Layers vLLM's hybrid manager holds at their window (none when the cache is asked
+    to be full size, as --disable-hybrid-kv-cache-manager does)."""
+    if s.swa_full or not g.sliding_window:
+        return frozenset()
+    return frozenset(il for il in range(g.n_layer) if g.is_sliding(il) and g.kv_heads(il))
+
+
 def kv_bytes_per_token(g: Geometry, layers: range, tp: int, kv_bytes: int) -> int:
     """KV bytes one token takes on one rank over `layers`: K and V of the rank's heads
     (whole heads replicated when TP exceeds them); MLA keeps one latent row per layer."""
@@ -177,4 +185,48 @@ def sglang_pool(available: int, per_token: int, context_len: int) -> Pool:
         tokens / context_len if context_len else 0.0,
         context_len * per_token,
         tokens,
+    )
+
+
+def vllm_hybrid_pool(
+    available: int,
+    layer_token_bytes: int,
+    n_full: int,
+    n_sliding: int,
+    window: int,
+    batched_tokens: int,
+    max_model_len: int,
+) -> Pool:
+    """vLLM's hybrid KV cache manager (0.10+) for models mixing full and sliding-window
+    attention (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size): layers go in
+    groups of the smaller type's count (padded), a block holds one page of every group's
+    layer, `num_blocks = available // (page × group size)`; "GPU KV cache size" is
+    blocks // groups × 16 tokens of full-attention context; a request needs
+    ⌈L / 16⌉ blocks per full group and ⌈min(window − 1 + batched, L) / 16⌉ + 1 per
+    sliding group (kv_cache_interface.py, max_memory_usage_bytes)."""
+    group = min(n_full, n_sliding) or max(n_full, n_sliding)
+    full_groups = -(-n_full // group) if n_full else 0
+    sliding_groups = -(-n_sliding // group) if n_sliding else 0
+    n_groups = full_groups + sliding_groups
+    page = BLOCK_SIZE * layer_token_bytes
+
+    def per_request(length: int) -> int:
+        sliding = -(-min(window - 1 + batched_tokens, length) // BLOCK_SIZE) + 1
+        return full_groups * -(-length // BLOCK_SIZE) + sliding_groups * sliding
+
+    blocks = max(available, 0) // (page * group) if page else 0
+    need = per_request(max_model_len)
+    lo, hi = 0, max_model_len
+    while lo < hi:  # the estimated maximum model length, as vLLM's binary search finds it
+        mid = (lo + hi + 1) // 2
+        if per_request(mid) <= blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return Pool(
+        blocks,
+        blocks // max(n_groups, 1) * BLOCK_SIZE,
+        blocks / need if need else 0.0,
+        need * page * group,
+        lo,
     )

@@ -7,6 +7,8 @@ Formats (bytes per element of a linear layer's weight, plus its scales):
 - INT8 (compressed-tensors w8a8): 1 byte + 4 bytes per output channel.
 - AWQ / GPTQ 4-bit, group 128: 0.5 byte + per group an fp16 scale and a packed 4-bit
   zero point; GPTQ also keeps an int32 group index per input row.
+- MXFP4 (gpt-oss as released): routed experts at 0.5 byte + a 1-byte scale per 32
+  values; attention and the rest BF16.
 Embeddings, the LM head, norms and MoE routers stay 16-bit in every format (vLLM and
 SGLang do not quantize them).
 """
@@ -31,6 +33,7 @@ class ServingFormat(NamedTuple):
     per_input_row_bytes: int  # GPTQ's g_idx
     quant_method: str  # vLLM --quantization / config quant_method ("" = none)
     words: str
+    experts_only: bool = False  # only routed experts take the format; the rest is 16-bit
 
 
 FORMATS: dict[str, ServingFormat] = {
@@ -41,6 +44,9 @@ FORMATS: dict[str, ServingFormat] = {
         ServingFormat("INT8", "INT8 W8A8", 1.0, 4, 0.0, 0, "compressed-tensors", "8-bit int"),
         ServingFormat("AWQ", "AWQ 4-bit", 0.5, 0, 2.5, 0, "awq", "4-bit AWQ, group 128"),
         ServingFormat("GPTQ", "GPTQ 4-bit", 0.5, 0, 2.5, 4, "gptq", "4-bit GPTQ, group 128"),
+        # gpt-oss ships its routed experts in MXFP4 (4-bit values, an 8-bit scale per 32)
+        # and everything else in BF16
+        ServingFormat("MXFP4", "MXFP4 experts", 0.5, 0, 4.0, 0, "mxfp4", "MXFP4 experts", True),
     )
 }
 # Auto's order, best quality first (AWQ and GPTQ are the same size class; AWQ is the
@@ -91,6 +97,7 @@ class _Shape(NamedTuple):
     layer_router: tuple[int, ...]  # 2-D 16-bit per layer (routers: sharded)
     layer_kv: tuple[_Sums, ...]
     layer_other: tuple[_Sums, ...]
+    layer_experts: tuple[_Sums, ...]  # routed experts (part of layer_other too)
     n_params: int
     active: float
 
@@ -118,6 +125,7 @@ def _shape_of(g: Geometry) -> _Shape:
     router = [0] * g.n_layer
     kv = [zero] * g.n_layer
     other = [zero] * g.n_layer
+    experts = [zero] * g.n_layer
     embedding = head_matrix = head_rest = n_params = 0
     active = 0.0
     share_used = g.n_expert_used / g.n_expert if g.n_expert else 1.0
@@ -142,9 +150,11 @@ def _shape_of(g: Geometry) -> _Shape:
                 kv[il] = _add(kv[il], _sums(t.shape))
             else:
                 other[il] = _add(other[il], _sums(t.shape))
+                if t.expert:
+                    experts[il] = _add(experts[il], _sums(t.shape))
     return _Shape(
         embedding, head_matrix, head_rest, tuple(plain), tuple(router), tuple(kv),
-        tuple(other), n_params, active,
+        tuple(other), tuple(experts), n_params, active,
     )  # fmt: skip
 
 
@@ -162,12 +172,21 @@ def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
     """Bytes one tensor-parallel rank holds, per block and for the embedding and head."""
     fmt = FORMATS[fmt_name]
     sh = _shape_of(g)
+
+    def linear(il: int) -> float:
+        """The layer's sharded linear weights (not K/V) in this format."""
+        if not fmt.experts_only:
+            return sh.layer_other[il].bytes_as(fmt)
+        ex = sh.layer_experts[il]
+        return (sh.layer_other[il].elements - ex.elements) * 2.0 + ex.bytes_as(fmt)
+
+    dense = FORMATS["BF16"] if fmt.experts_only else fmt
     layers = tuple(
         int(
             2.0 * sh.layer_plain[il]
             + 2.0 * sh.layer_router[il] / tp
-            + sh.layer_kv[il].bytes_as(fmt) * _kv_share(g, il, tp)
-            + sh.layer_other[il].bytes_as(fmt) / tp
+            + sh.layer_kv[il].bytes_as(dense) * _kv_share(g, il, tp)
+            + linear(il) / tp
         )
         for il in range(g.n_layer)
     )

@@ -4,7 +4,6 @@ and throughput against concurrent users."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from rigspark_gui.core.ggml_types import KvCacheType
@@ -14,12 +13,15 @@ from rigspark_gui.core.serving.budget import (
     BLOCK_SIZE,
     CUDA_CONTEXT_BYTES,
     GIB,
+    Pool,
     activation_peak,
     cuda_graph_bytes,
     engine_defaults,
     kv_bytes_per_token,
     non_torch_bytes,
     sglang_pool,
+    sliding_layers,
+    vllm_hybrid_pool,
     vllm_pool,
 )
 from rigspark_gui.core.serving.checkpoint import pp_partition, rank_weights, stage_weights
@@ -91,8 +93,8 @@ def size_serving(
             f"max_model_len (max_position_embeddings={g.context_length})."
         )
     budgets: list[GpuBudget] = []
-    blocks: list[int] = []
-    avail: list[tuple[int, int]] = []  # (KV bytes a rank has, KV bytes per token there)
+    pools: list[tuple[Pool, int]] = []  # each rank's pool and the KV bytes it had
+    hybrid = sliding_layers(g, s) if engine is Backend.VLLM else ()
     start = 0
     for stage, n_layers in enumerate(stages):
         layers = range(start, start + n_layers)
@@ -137,15 +139,27 @@ def size_serving(
                     layers=n_layers,
                 )
             )
-            avail.append((kv, per_token))
-            pool = (sglang_pool if sglang else vllm_pool)(kv, per_token, ctx_len)
-            blocks.append(pool.blocks)
-    unit = 1 if engine is Backend.SGLANG else BLOCK_SIZE
-    n_blocks = min(blocks) if blocks else 0
-    tokens = n_blocks * unit
-    need_blocks = math.ceil(ctx_len / unit)
-    worst_kv, worst_per_token = min(avail, key=lambda a: a[0] // max(a[1], 1))
-    largest = min(tokens, g.context_length)
+            if sglang:
+                pool = sglang_pool(kv, per_token, ctx_len)
+            elif hybrid and g.sliding_window:
+                n_sliding = sum(1 for il in layers if il in hybrid)
+                attn = sum(1 for il in layers if g.kv_heads(il) or g.is_mla)
+                pool = vllm_hybrid_pool(
+                    kv, per_token // max(attn, 1), attn - n_sliding, n_sliding,
+                    g.sliding_window, batched, ctx_len,
+                )  # fmt: skip
+            else:
+                pool = vllm_pool(kv, per_token, ctx_len)
+            pools.append((pool, kv))
+    worst, worst_kv = min(pools, key=lambda x: x[0].blocks)
+    n_blocks = worst.blocks
+    tokens = worst.tokens
+    largest = min(worst.largest_max_model_len, g.context_length)
+    if refusal is None and offload and offload * len(gpus) > rig.ram_usable_bytes:
+        refusal = (
+            f"--cpu-offload-gb {s.cpu_offload_gb:g} keeps {_gib(offload * len(gpus))} of "
+            f"weights in RAM; {_gib(rig.ram_usable_bytes)} is usable"
+        )
     if refusal is None and n_blocks <= 0:
         refusal = (
             "No available memory for the cache blocks. Try increasing "
@@ -154,17 +168,16 @@ def size_serving(
             else "Not enough memory. Please try to increase --mem-fraction-static."
         )
     starts = refusal is None
-    if refusal is None and n_blocks < need_blocks:
+    if refusal is None and worst.needed_bytes > max(worst_kv, 0):
         if engine is Backend.VLLM:
             starts = False
-            needed = need_blocks * BLOCK_SIZE * worst_per_token
             refusal = (
                 f"To serve at least one request with the models's max seq len ({ctx_len}), "
-                f"({_gib(needed)} KV cache is needed, which is larger than the available KV "
-                f"cache memory ({_gib(max(worst_kv, 0))}). Based on the available memory, "
-                f"the estimated maximum model length is {largest}. Try increasing "
-                "`gpu_memory_utilization` or decreasing `max_model_len` when initializing "
-                "the engine."
+                f"({_gib(worst.needed_bytes)} KV cache is needed, which is larger than the "
+                f"available KV cache memory ({_gib(max(worst_kv, 0))}). Based on the "
+                f"available memory, the estimated maximum model length is {largest}. Try "
+                "increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                "initializing the engine."
             )
         else:
             # SGLang starts, then rejects each request longer than the pool
@@ -174,7 +187,7 @@ def size_serving(
                 "--allow-auto-truncate. (SGLang starts with a pool of "
                 f"{tokens} tokens and rejects every request this long.)"
             )
-    concurrency = n_blocks / need_blocks if need_blocks else 0.0
+    concurrency = worst.max_concurrency
     if sglang and s.max_num_seqs is None:
         # max_running_requests = min(pool // 2, request slots), the slots
         # min(max(pool / context_len x 512, 2048), 4096) (managers/tp_worker.py)
@@ -214,7 +227,7 @@ def size_serving(
         memory_utilization=util,
         max_num_seqs=seqs,
         max_num_batched_tokens=batched,
-        block_size=unit,
+        block_size=1 if sglang else BLOCK_SIZE,
         weights_bytes=max(b.weights_bytes for b in budgets),
         activation_bytes=max(b.activation_bytes for b in budgets),
         cuda_graph_bytes=graph,
