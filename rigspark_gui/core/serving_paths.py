@@ -48,6 +48,8 @@ def serving_format(spec: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     q = s.quant.upper()
     if q in ("F16", "FP16", "BF16"):
         return ("BF16",)
+    if q in FORMATS and FORMATS[q].experts_only and not spec.geometry.is_moe:
+        raise InvalidSettingsError(f"{q} quantizes routed experts; {spec.name} has none")
     if q not in FORMATS:
         names = ", ".join(FORMATS)
         raise InvalidSettingsError(

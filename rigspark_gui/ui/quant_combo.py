@@ -65,6 +65,8 @@ class QuantCombo(QComboBox):
         auto.setToolTip("The best checkpoint format that leaves room for one full request")
         self._items.appendRow(auto)
         for f in FORMATS.values():
+            if f.experts_only and not spec.geometry.is_moe:
+                continue  # a format of experts: a dense model has none
             size = checkpoint_bytes(spec.geometry, f.name)
             item = QStandardItem(f"{f.label}  ·  {gib(size)}")
             item.setData(f.name, Qt.ItemDataRole.UserRole)
