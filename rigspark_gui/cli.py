@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -63,34 +63,28 @@ def _non_negative(text: str) -> int:
     return n
 
 
-def _min_speed(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a speed in tokens/s: {text!r}") from None
-    if not 0 <= v <= 100000:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100000 tok/s, got {text}")
-    return v
+def _number_in(
+    what: str, lo: float, hi: float, *, above: bool = False, unit: str = ""
+) -> Callable[[str], float]:
+    """An argparse type: a number in [lo, hi] (or (lo, hi] when `above`)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not (lo < v if above else lo <= v) or not v <= hi:
+            low = f"above {lo:g}" if above else f"between {lo:g}"
+            rest = f" and at most {hi:g}" if above else f" and {hi:g}"
+            raise argparse.ArgumentTypeError(f"must be {low}{rest}{unit}, got {text}")
+        return v
+
+    return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r}") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
-    return v
-
-
-def _gb(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size in GB: {text!r}") from None
-    if not 0 <= v <= 1 << 20:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1048576 GB, got {text}")
-    return v
+_min_speed = _number_in("a speed in tokens/s", 0, 100000, unit=" tok/s")
+_fraction = _number_in("a fraction", 0, 1, above=True)
+_gb = _number_in("a size in GB", 0, 1 << 20, unit=" GB")
 
 
 CALIBRATION_QUANTS = ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0")

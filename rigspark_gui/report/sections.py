@@ -11,7 +11,7 @@ from rigspark_gui.core.placement import DeviceLoad, units_span
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
-from rigspark_gui.report.text import auto_rule, path_label, suggestion_line
+from rigspark_gui.report.text import auto_rule, path_label, serving_summary, suggestion_line
 
 
 @dataclass(frozen=True)
@@ -343,37 +343,14 @@ SERVING_COLUMNS = (
 
 def _serving_blocks(sp: ServingPlan) -> list[Block]:
     """The engine's start-up figures, each GPU's budget and throughput by concurrency."""
+    layout, pool, refusal = serving_summary(sp)
     engine = "vLLM" if sp.engine == "vllm" else "SGLang"
-    knob = "gpu_memory_utilization" if sp.engine == "vllm" else "mem_fraction_static"
-    out: list[Block] = [
-        Heading(f"Serving ({engine})"),
-        Para(
-            f"{sp.format}, tensor parallel {sp.tensor_parallel} × pipeline parallel "
-            f"{sp.pipeline_parallel}, {knob} {sp.memory_utilization:g}: KV pool "
-            f"{sp.kv_cache_tokens:,} tokens ({human_bytes(sp.kv_cache_bytes)}); max_model_len "
-            f"{sp.max_model_len:,} gives {sp.max_concurrency:.2f}× concurrency; up to "
-            f"{sp.max_num_seqs:,} requests batched."
-        ),
-    ]
-    if sp.refusal:
-        out.append(
-            Para(
-                f"{engine} refuses: {sp.refusal} The longest max_model_len it accepts: "
-                f"{sp.largest_max_model_len:,}."
-            )
-        )
+    out: list[Block] = [Heading(f"Serving ({engine})"), Para(f"{layout}. {pool}.")]
+    if refusal:
+        out.append(Para(refusal))
     out.append(
         Table(
-            (
-                "GPU",
-                "Host",
-                "Claim",
-                "Weights",
-                "Activations",
-                "Non-torch",
-                "CUDA graphs",
-                "KV pool",
-            ),
+            SERVING_COLUMNS,
             tuple(
                 (
                     b.device,

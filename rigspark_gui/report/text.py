@@ -105,22 +105,41 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def format_serving(sp: ServingPlan) -> str:
-    """The engine's start-up lines, as it would print them, and the concurrency table."""
+def serving_summary(sp: ServingPlan) -> tuple[str, str, str | None]:
+    """(layout, pool, refusal) in words: the lines the engine prints at start-up, one
+    wording for the CLI, the report and the Serving tab."""
     engine = "vLLM" if sp.engine == "vllm" else "SGLang"
     knob = "gpu_memory_utilization" if sp.engine == "vllm" else "mem_fraction_static"
-    lines = [
+    layout = (
         f"{engine}: {sp.format}, tensor parallel {sp.tensor_parallel} × pipeline parallel "
-        f"{sp.pipeline_parallel}, {knob} {sp.memory_utilization:g}",
+        f"{sp.pipeline_parallel}, {knob} {sp.memory_utilization:g}"
+    )
+    pool = (
+        f"KV pool {sp.kv_cache_tokens:,} tokens ({human_bytes(sp.kv_cache_bytes)}); "
+        f"max_model_len {sp.max_model_len:,}: {sp.max_concurrency:.2f}× concurrency; up to "
+        f"{sp.max_num_seqs:,} requests batched"
+    )
+    refusal = None
+    if sp.refusal:
+        refusal = (
+            f"{engine} refuses: {sp.refusal} The longest max_model_len it accepts here: "
+            f"{sp.largest_max_model_len:,}."
+        )
+    return layout, pool, refusal
+
+
+def format_serving(sp: ServingPlan) -> str:
+    """The engine's start-up lines and the concurrency table, as the CLI prints them."""
+    layout, pool, refusal = serving_summary(sp)
+    lines = [
+        layout,
         f"  per GPU: weights {human_bytes(sp.weights_bytes)}, activation peak "
         f"{human_bytes(sp.activation_bytes)}, non-torch {human_bytes(sp.non_torch_bytes)}, "
         f"CUDA graphs {human_bytes(sp.cuda_graph_bytes)}",
-        f"  KV cache {human_bytes(sp.kv_cache_bytes)}: {sp.kv_cache_tokens:,} tokens; "
-        f"max_model_len {sp.max_model_len:,}: {sp.max_concurrency:.2f}× concurrency",
+        f"  {pool}",
     ]
-    if sp.refusal:
-        lines.append(f"  {engine} refuses: {sp.refusal}")
-        lines.append(f"  Largest max_model_len it accepts: {sp.largest_max_model_len:,}")
+    if refusal:
+        lines.append(f"  {refusal}")
     if sp.concurrency:
         shown = ", ".join(
             f"{c.users}: {c.per_user_tok_s:.0f}/user, {c.total_tok_s:.0f} total"

@@ -3,6 +3,7 @@ the engine divides it, throughput against concurrent users, and the launch scrip
 
 from __future__ import annotations
 
+from html import escape
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
@@ -28,6 +29,7 @@ from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.units import human_bytes
+from rigspark_gui.report.text import serving_summary
 from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.session import PlannerSession
 
@@ -62,25 +64,12 @@ def _spin(special: str, top: int, tip: str) -> QSpinBox:
 
 
 def engine_lines(sp: ServingPlan) -> str:
-    """What the engine prints at start-up, in its own terms."""
-    engine = "vLLM" if sp.engine == "vllm" else "SGLang"
-    knob = "gpu_memory_utilization" if sp.engine == "vllm" else "mem_fraction_static"
-    head = (
-        f"<b>{engine}</b> · {sp.format} · tensor parallel {sp.tensor_parallel} × pipeline "
-        f"parallel {sp.pipeline_parallel} · {knob} {sp.memory_utilization:g}"
-    )
-    pool = (
-        f"KV pool <b>{sp.kv_cache_tokens:,} tokens</b> ({human_bytes(sp.kv_cache_bytes)}) · "
-        f"max_model_len {sp.max_model_len:,}: <b>{sp.max_concurrency:.2f}×</b> concurrency · "
-        f"up to {sp.max_num_seqs:,} requests batched"
-    )
-    lines = [head, pool]
-    if sp.refusal:
-        lines.append(
-            f'<span style="color:#B03030"><b>{engine} refuses:</b> {sp.refusal}</span><br>'
-            f"The longest max_model_len it accepts here: <b>{sp.largest_max_model_len:,}</b>"
-        )
-    lines += [f"Note: {n}" for n in sp.notes]
+    """What the engine prints at start-up (one wording with the CLI and the report)."""
+    layout, pool, refusal = serving_summary(sp)
+    lines = [f"<b>{escape(layout)}</b>", escape(pool)]
+    if refusal:
+        lines.append(f'<span style="color:#B03030"><b>{escape(refusal)}</b></span>')
+    lines += [escape(f"Note: {n}") for n in sp.notes]
     return "<br>".join(lines)
 
 
