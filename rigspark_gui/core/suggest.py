@@ -62,10 +62,12 @@ def _better(
 
 
 def rig_after(rig: Rig, change: str) -> Rig:
-    """The rig a suggestion's `rig_change` describes: "add_gpu" (one more like the last)
-    or "add_ram:<bytes>"; the same rig for anything else."""
-    if change == "add_gpu" and rig.gpus:
-        twin = rig.gpus[-1].model_copy(update={"index": len(rig.gpus)})
+    """The rig a suggestion's `rig_change` describes: "add_gpu" (one more like this
+    machine's last) or "add_ram:<bytes>"; the same rig for anything else."""
+    local = [g for g in rig.gpus if not g.host]
+    if change == "add_gpu" and local:
+        # one more in this machine, like its last (a rig of several hosts keeps theirs)
+        twin = local[-1].model_copy(update={"index": len(local)})
         return rig.model_copy(update={"gpus": (*rig.gpus, twin)})
     if change.startswith("add_ram:"):
         extra = int(change.removeprefix("add_ram:"))
@@ -150,8 +152,9 @@ def suggest(
                 rig,
             )
         )
-    if rig.gpus:
-        twin = rig.gpus[-1].name
+    local = [g for g in rig.gpus if not g.host]
+    if local:
+        twin = local[-1].name
         steps.append(
             lambda: attempt(
                 f"another {twin}", "a GPU more", {}, rig_after(rig, "add_gpu"), "add_gpu"

@@ -164,10 +164,14 @@ def _plain(rig: Rig) -> Rig:
 
 
 def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
-    # A GPU's index is its position in the rig, as CUDA numbers visible devices.
-    return tuple(
-        g if g.index == i else g.model_copy(update={"index": i}) for i, g in enumerate(gpus)
-    )
+    # A GPU's index is its position on its own host, as CUDA numbers visible devices.
+    seen: dict[str, int] = {}
+    out = []
+    for g in gpus:
+        i = seen.get(g.host, 0)
+        seen[g.host] = i + 1
+        out.append(g if g.index == i else g.model_copy(update={"index": i}))
+    return tuple(out)
 
 
 def gpu_from_spec(spec: GpuSpec, index: int) -> Gpu:
@@ -268,7 +272,7 @@ class RigPanel(QWidget):
         start = len(self._rig.gpus)
         added = tuple(gpu_from_spec(spec, start + i) for i in range(max(count, 0)))
         if added:
-            self._edit(gpus=(*self._rig.gpus, *added))
+            self._edit(gpus=_reindexed((*self._rig.gpus, *added)))
             self._select_position(start + len(added) - 1)
 
     def remove_gpu(self, position: int) -> None:
