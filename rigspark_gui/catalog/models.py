@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
@@ -76,9 +76,13 @@ class Catalog(BaseModel):
     model_config = ConfigDict(frozen=True)
     entries: tuple[CatalogEntry, ...]
     errors: tuple[str, ...] = ()
+    _specs: tuple[ModelSpec, ...] | None = PrivateAttr(default=None)
 
     def specs(self) -> tuple[ModelSpec, ...]:
-        return tuple(e.to_spec() for e in self.entries)
+        """Every entry as a plannable model (built once: parsing already made them)."""
+        if self._specs is None:
+            self._specs = tuple(e.to_spec() for e in self.entries)
+        return self._specs
 
     def find(self, model_id: str) -> CatalogEntry:
         for e in self.entries:
@@ -99,13 +103,14 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
     if raw.get("schema_version") != CATALOG_SCHEMA_VERSION:
         raise CatalogError(f"{source}: unsupported schema_version {raw.get('schema_version')!r}")
     entries: list[CatalogEntry] = []
+    specs: list[ModelSpec] = []
     errors: list[str] = []
     seen: set[str] = set()
     for i, item in enumerate(raw["models"]):
         ident = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
         try:
             entry = CatalogEntry.model_validate(item)
-            entry.to_spec()
+            spec = entry.to_spec()
         except ValidationError as err:
             errors.append(f"catalog entry {ident!s}: {validation_message(err)}")
             continue
@@ -114,7 +119,10 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
             continue
         seen.add(entry.id)
         entries.append(entry)
-    return Catalog(entries=tuple(entries), errors=tuple(errors))
+        specs.append(spec)
+    catalog = Catalog(entries=tuple(entries), errors=tuple(errors))
+    catalog._specs = tuple(specs)
+    return catalog
 
 
 def _read(path: Path | None) -> tuple[object, str]:
