@@ -435,6 +435,13 @@ def cmd_place(args: argparse.Namespace) -> int:
 
     spec = load_model(args)
     s = settings_from(args)
+    if s.backend.serving:
+        from rigspark_gui.core.errors import InvalidSettingsError
+
+        raise InvalidSettingsError(
+            f"{s.backend.label} places the layers itself (tensor and pipeline parallel): "
+            f"`plan --backend {s.backend.value}` shows what each GPU holds"
+        )
     rig = load_rig_arg(args)
     perf = load_perf()
     base = plan(spec, rig, s, perf)

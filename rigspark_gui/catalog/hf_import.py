@@ -295,8 +295,11 @@ def checkpoint_format(config: dict[str, Any]) -> str:
     if not isinstance(q, dict):
         return "BF16"
     method = str(q.get("quant_method", "")).lower()
+    bits = q.get("bits", q.get("w_bit"))
     if method in ("fp8", "fbgemm_fp8", "modelopt"):
         return "FP8"
+    if method in ("awq", "gptq", "gptq_marlin") and bits == 8:
+        return "INT8"  # 8-bit weights: a byte each, as W8A8's
     if method == "awq":
         return "AWQ"
     if method in ("gptq", "gptq_marlin"):
@@ -520,6 +523,7 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
                 format=checkpoint_format(data),
                 total_bytes=total,
                 source=f"{fname} and its safetensors" if total is not None else fname,
+                path=str(folder),
             ),
         )
     except ValidationError as exc:

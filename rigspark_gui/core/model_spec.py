@@ -149,6 +149,7 @@ class Checkpoint(Frozen):
     format: str = Field(description="BF16, FP8, INT8, AWQ or GPTQ (from config.json)")
     total_bytes: int | None = Field(default=None, ge=0, description="its safetensors bytes")
     source: str = ""
+    path: str = Field(default="", description="the folder holding it, when it was read")
 
 
 class ModelSpec(Frozen):

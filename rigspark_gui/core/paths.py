@@ -77,6 +77,7 @@ class Reason(StrEnum):
     RAM = "ram-bound"
     CONTEXT = "context-bound"
     DISK = "disk-bound"
+    LAYOUT = "layout-bound"
 
     @property
     def words(self) -> str:
@@ -89,6 +90,7 @@ REASON_WORDS = {
     Reason.RAM: "system RAM",
     Reason.CONTEXT: "the model's trained context",
     Reason.DISK: "free disk space",
+    Reason.LAYOUT: "how the heads split over the GPUs",
 }
 
 # One verdict vocabulary for chart, table, lanes, report and CLI: a path that fits with
@@ -227,14 +229,24 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
             if remote:
                 out.append(PathCandidate(PathName.MULTI_HOST, [*remote, *peers]))
             out.append(PathCandidate(PathName.CPU_OFFLOAD, peers))
+        elif not unified:
+            # no GPU here, some on other hosts: the layers run there, driven from here
+            remote = remote_peers(rig, None)
+            if remote:
+                out.append(PathCandidate(PathName.MULTI_HOST, remote))
     out.append(PathCandidate(PathName.CPU, []))
     return out
 
 
-def remote_peers(rig: Rig, vendor: Vendor) -> list[int]:
-    """The other hosts' discrete GPUs of one vendor, host by host in the rig's order."""
+def remote_peers(rig: Rig, vendor: Vendor | None) -> list[int]:
+    """The other hosts' discrete GPUs of one vendor (None: the vendor most of them are),
+    host by host in the rig's order."""
     order = {name: i for i, name in enumerate(rig.host_names)}
-    ids = [i for i, g in enumerate(rig.gpus) if g.host and is_discrete(g) and g.vendor == vendor]
+    theirs = [i for i, g in enumerate(rig.gpus) if g.host and is_discrete(g)]
+    if vendor is None and theirs:
+        vendors = [rig.gpus[i].vendor for i in theirs]
+        vendor = max(set(vendors), key=vendors.count)
+    ids = [i for i in theirs if rig.gpus[i].vendor == vendor]
     return sorted(ids, key=lambda i: (order.get(rig.gpus[i].host, len(order)), i))
 
 

@@ -71,7 +71,12 @@ class Gpu(DeviceSpec):
     pcie_width: int | None = None
     display_attached: bool | None = None
     nvlink: bool = Field(default=False, description="joined to its host's peers by NVLink")
-    host: str = Field(default="", max_length=200, description="the host it is in; '' = this one")
+    host: str = Field(
+        default="",
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="its host; '' = this one",
+    )
 
     @model_validator(mode="after")
     def _free_within_total(self) -> Gpu:
@@ -165,12 +170,19 @@ class Network(BaseModel):
         return self.preset.label
 
 
+# Host names and addresses go into shell scripts (as quoted words and in comments): no
+# control characters, so a rig file cannot start a line of its own there.
+_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+
+
 class Host(BaseModel):
     """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    name: str = Field(min_length=1, max_length=200)
-    address: str = Field(default="", max_length=200, description="host name or IP to reach it")
+    name: str = Field(min_length=1, max_length=200, pattern=_PRINTABLE)
+    address: str = Field(
+        default="", max_length=200, pattern=_PRINTABLE, description="host name or IP to reach it"
+    )
     ram_total_bytes: int = Field(default=0, ge=0)
     cpu: Cpu = Field(default_factory=Cpu)
 
@@ -194,7 +206,10 @@ class Rig(BaseModel):
     )
     network: Network | None = None
     address: str = Field(
-        default="", max_length=200, description="this machine's address as its hosts reach it"
+        default="",
+        max_length=200,
+        pattern=_PRINTABLE,
+        description="this machine's address as its hosts reach it",
     )
 
     @model_validator(mode="before")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.paths import (
     MemoryBreakdown,
     PathCandidate,
@@ -27,12 +27,12 @@ from rigspark_gui.core.placement import DeviceLoad, Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import (
     AUTO_FORMATS,
-    BLOCK_SIZE,
     FORMATS,
     ServingPlan,
     checkpoint_bytes,
     parallel_problem,
     size_serving,
+    tp_fits_heads,
 )
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import Prefill, SpeedModel, Throughput, device_class
@@ -69,32 +69,38 @@ def _scale(spec: ModelSpec, fmt: str) -> float:
     return ck.total_bytes / estimate if estimate else 1.0
 
 
+def _best_tp(g: Geometry, k: int) -> int:
+    """The widest tensor parallelism over `k` GPUs that splits the heads evenly."""
+    return max(d for d in range(1, k + 1) if k % d == 0 and tp_fits_heads(g, d))
+
+
 def _layout(
     spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate
 ) -> tuple[list[int], int, int]:
-    """GPUs in rank order and (tp, pp) of a path."""
+    """GPUs in rank order and (tp, pp) of a path. Unset, TP is the widest that splits the
+    heads (per host on `multi-host`, one pipeline stage per host: vLLM's advice); a size
+    the user gives is kept and the other follows from the GPUs there are."""
     g = spec.geometry
     ids = list(cand.gpu_ids)
     if cand.name is PathName.GPU:
         return ids, 1, 1
     if cand.name is PathName.MULTI_HOST:
-        # one stage per host: TP = GPUs per host
         by_host: dict[str, list[int]] = {}
         for i in ids:
             by_host.setdefault(rig.gpus[i].host, []).append(i)
-        per_host = min(len(v) for v in by_host.values())
-        tp = s.tensor_parallel or per_host
-        pp = s.pipeline_parallel or len(by_host)
-        # this machine first: it runs the Ray head and the first stage
+        # this machine first: it runs the Ray head (or SGLang's node 0) and stage 0
         hosts = [h for h in rig.host_names if h in by_host]
-        ranked = [i for h in hosts for i in by_host[h][:tp]]
-        return ranked[: tp * pp], tp, pp
+        if s.tensor_parallel is None and s.pipeline_parallel is None:
+            per_host = min(len(v) for v in by_host.values())
+            tp = _best_tp(g, per_host)
+            return [i for h in hosts for i in by_host[h][:tp]], tp, len(hosts)
+        ids = [i for h in hosts for i in by_host[h]]
     k = len(ids)
     if s.tensor_parallel or s.pipeline_parallel:
         tp = s.tensor_parallel or max(k // (s.pipeline_parallel or 1), 1)
         pp = s.pipeline_parallel or max(k // tp, 1)
         return ids[: tp * pp], tp, pp
-    tp = max(d for d in range(1, k + 1) if k % d == 0 and g.n_head % d == 0)
+    tp = _best_tp(g, k)
     return ids, tp, k // tp
 
 
@@ -105,13 +111,13 @@ def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
             f"{s.backend.label} runs on GPUs and this rig has none it can use: choose "
             "llama.cpp to plan the CPU"
         )
-    wanted = (s.tensor_parallel or 1) * (s.pipeline_parallel or 1)
-    if wanted == 1 and (s.tensor_parallel or s.pipeline_parallel):
+    if s.tensor_parallel == 1 and s.pipeline_parallel in (None, 1):
         return [c for c in cands if c.name is PathName.GPU] or cands[:1]
-    if wanted > 1:
-        # an explicit layout: the paths with enough GPUs for it
-        cands = [c for c in cands if c.name is not PathName.GPU and len(c.gpu_ids) >= wanted]
-        if not cands:
+    if s.tensor_parallel is not None or s.pipeline_parallel is not None:
+        # an explicit layout: the paths of more than one GPU
+        cands = [c for c in cands if c.name is not PathName.GPU]
+        wanted = (s.tensor_parallel or 1) * (s.pipeline_parallel or 1)
+        if not any(len(c.gpu_ids) >= wanted for c in cands):
             raise InvalidSettingsError(
                 f"--tensor-parallel × --pipeline-parallel asks for {wanted} GPUs; this rig "
                 f"has {len(rig.discrete_gpus)}"
@@ -140,13 +146,18 @@ def _throughput(
 
 
 def _prefill(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, ids: Sequence[int], speed: SpeedModel | None
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    ids: Sequence[int],
+    tp: int,
+    speed: SpeedModel | None,
 ) -> Prefill:
     prompt = min(s.prompt_tokens, s.context)
     if speed is None or speed.prefill is None:
         return Prefill(prompt_tokens=prompt, basis="unknown: no speed calibration loaded")
     flops = 0.0
-    for i in ids:
+    for i in ids[:tp]:  # one stage's GPUs: pipeline stages take a prompt in turn
         gpu = rig.gpus[i]
         eff = speed.prefill.efficiency.get(device_class(gpu))
         if gpu.fp16_tflops is None or eff is None:
@@ -161,7 +172,7 @@ def _prefill(
         low_seconds=seconds / band.high,
         high_seconds=seconds / band.low,
         known=True,
-        basis="estimate: FP16 FLOPS × llama.cpp's calibrated share, summed over the GPUs",
+        basis="estimate: FP16 FLOPS × llama.cpp's calibrated share, over one stage's GPUs",
     )
 
 
@@ -180,28 +191,23 @@ def plan_serving_path(
             chosen = sp
     fitting = [sp for sp in tried if sp.fits]
     shown = chosen or tried[-1]
-    kv_need = (
-        sum(
-            -(-s.context // BLOCK_SIZE)
-            * BLOCK_SIZE
-            * b.kv_cache_bytes
-            // max(shown.kv_cache_tokens, 1)
-            for b in shown.gpus
-        )
-        if shown.kv_cache_tokens
-        else 0
-    )
     weights = sum(b.weights_bytes for b in shown.gpus)
+    kv_need = sum(b.kv_needed_bytes for b in shown.gpus)
     act = sum(b.activation_bytes for b in shown.gpus)
     nt = sum(b.non_torch_bytes for b in shown.gpus)
     usable = sum(b.budget_bytes for b in shown.gpus)
-    # vLLM's claim holds the activation peak and non-torch growth; SGLang's fraction is
-    # the weights and the pool alone (activations live in the rest)
-    required = weights + kv_need + (act + nt if shown.engine == "vllm" else 0)
+    # vLLM's claim holds the activation peak too; SGLang's fraction the weights, its
+    # workspaces and the pool (activations live in the rest)
+    required = weights + kv_need + nt + (act if shown.engine == "vllm" else 0)
     reason: Reason | None = None
     shortfall: int | None = None
-    if s.context > g.context_length:
+    kind = shown.refusal_kind
+    if kind == "context" or s.context > g.context_length:
         reason = Reason.CONTEXT
+    elif kind == "layout":
+        reason = Reason.LAYOUT
+    elif kind == "ram":
+        reason = Reason.RAM
     elif chosen is None:
         reason = Reason.VRAM
         shortfall = max(required - usable, 0) or None
@@ -234,7 +240,7 @@ def plan_serving_path(
             weights_bytes=weights, kv_bytes=kv_need, compute_bytes=act, reserve_bytes=nt
         ),
         throughput=_throughput(shown, speed, rig, ids),
-        prefill=_prefill(spec, rig, s, ids, speed)
+        prefill=_prefill(spec, rig, s, ids, shown.tensor_parallel, speed)
         if chosen is not None
         else Prefill(prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"),
         file_bytes=(
@@ -242,7 +248,7 @@ def plan_serving_path(
             if spec.checkpoint is not None
             and spec.checkpoint.total_bytes
             and spec.checkpoint.format == shown.format
-            else checkpoint_bytes(g, shown.format)
+            else checkpoint_bytes(g, shown.format, with_rope=False)
         ),
         ladder=ladder,
         choice=choice,
@@ -254,14 +260,13 @@ def serving_paths(
     spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel | None
 ) -> tuple[PathPlan, ...]:
     g = spec.geometry
-    explicit = s.tensor_parallel is not None or s.pipeline_parallel is not None
     out = []
     for cand in _candidates(rig, s):
         ids, tp, pp = _layout(spec, rig, s, cand)
         if len(ids) < tp * pp:
             continue  # an explicit layout larger than this path
         problem = parallel_problem(g, tp, pp, s.backend.label)
-        if explicit and problem is not None:
+        if s.tensor_parallel is not None and problem is not None:
             raise InvalidSettingsError(problem)
         out.append(plan_serving_path(spec, rig, s, speed, cand))
     if not out:

@@ -23,7 +23,7 @@ from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
-from rigspark_gui.core.serving import ServingPlan, checkpoint_bytes
+from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.suggest import Suggestion
@@ -290,8 +290,12 @@ def build_report(
     layout = weights_layout(spec, spec.available_quants[0] if serving else quant)
     published = None if serving else spec.published.get(quant)
     if serving:
-        file_bytes = checkpoint_bytes(spec.geometry, quant)
-        basis = "a Hugging Face checkpoint in this format, from the geometry"
+        file_bytes = shown.file_bytes
+        basis = (
+            "the checkpoint's safetensors"
+            if spec.checkpoint is not None and spec.checkpoint.total_bytes
+            else "a Hugging Face checkpoint in this format, from the geometry"
+        )
     elif published is not None:
         file_bytes, basis = published.file_bytes, f"published: {published.source}"
     elif spec.tensors is not None:
@@ -312,6 +316,8 @@ def build_report(
         n_params=layout.n_params,
         n_active_params=layout.n_active_params,
     )
+    if serving:
+        placement = None  # a serving engine places layers itself: no hand edit applies
     edited = placement is not None
     placement = placement if placement is not None else result.placement
     loads: tuple[DeviceLoad, ...] = ()

@@ -121,10 +121,9 @@ def serving_summary(sp: ServingPlan) -> tuple[str, str, str | None]:
     )
     refusal = None
     if sp.refusal:
-        refusal = (
-            f"{engine} refuses: {sp.refusal} The longest max_model_len it accepts here: "
-            f"{sp.largest_max_model_len:,}."
-        )
+        refusal = f"{engine} refuses: {sp.refusal}"
+        if sp.refusal_kind == "pool":
+            refusal += f" The longest max_model_len it accepts here: {sp.largest_max_model_len:,}."
     return layout, pool, refusal
 
 

@@ -348,6 +348,8 @@ class ControlsBar(QWidget):
             self.message.emit(f"{why[:1].upper()}{why[1:]}: KV cache set to {kv}")
         if v.quantized and backend.ggml_based and not s.flash_attn:
             changes["flash_attn"] = True
+        if backend is Backend.SGLANG and s.cpu_offload_gb:
+            changes["cpu_offload_gb"] = 0.0  # a vLLM option
         if backend.serving != s.backend.serving:
             # GGUF quantizations and checkpoint formats do not carry over, nor do the
             # serving engines' own knobs

@@ -107,11 +107,12 @@ class MainWindow(QMainWindow):
         self.serving_tab = ServingTab(self.session)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.paths_tab, "&Paths")
-        self.tabs.addTab(self.serving_tab, "&Serving")
-        self.tabs.setTabVisible(1, False)  # shown for vLLM and SGLang
         self.tabs.addTab(self.kv_tab, "&KV precision")
         self.tabs.addTab(self.layers_tab, "&Layers")
         self.tabs.addTab(self.catalog_tab, "C&atalog")
+        # last, so the other tabs keep their places (and Ctrl+1..4); shown for vLLM/SGLang
+        self.tabs.addTab(self.serving_tab, "&Serving")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.serving_tab), False)
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
@@ -955,7 +956,7 @@ class MainWindow(QMainWindow):
                 0, lambda: self.resizeDocks([self.rig_dock], [400], Qt.Orientation.Horizontal)
             )
         tab = self.qsettings.value("window/tab")
-        if tab is not None and str(tab).isdigit():
+        if tab is not None and str(tab).isdigit() and self.tabs.isTabVisible(int(str(tab))):
             self.tabs.setCurrentIndex(int(str(tab)))
 
     def paintEvent(self, event: QPaintEvent) -> None:

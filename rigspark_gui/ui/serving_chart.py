@@ -33,6 +33,12 @@ class ServingChartWidget(PlotWidget):
     def _sync_views(self) -> None:
         self.right.setGeometry(self.plot.getViewBox().sceneBoundingRect())
 
+    def clear_plan(self) -> None:
+        self.plan = None
+        self.plot.clear()
+        self.right.clear()
+        self.set_legend([])
+
     def show_plan(self, sp: ServingPlan) -> None:
         self.plan = sp
         self.plot.clear()

@@ -192,6 +192,8 @@ class ServingTab(QWidget):
             self.summary.setText("Choose vLLM or SGLang as the backend to plan a server.")
             self.table.setRowCount(0)
             self.launch.setPlainText("")
+            if self.chart_slot.ready:
+                self.chart.clear_plan()
             return
         self.summary.setText(engine_lines(sp))
         self.chart.show_plan(sp)

@@ -15,6 +15,7 @@ from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.serving import FORMATS
 from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.core.speed import SpeedModel
 
@@ -64,7 +65,10 @@ class PlannerSession(QObject):
         context = min(self.asked_context, spec.geometry.context_length)
         if context != self.settings.context:
             changes["context"] = context
-        if self.settings.quant is not None and self.settings.quant not in spec.available_quants:
+        quant = self.settings.quant
+        if quant is not None and not (
+            quant in spec.available_quants or (self.settings.backend.serving and quant in FORMATS)
+        ):
             changes["quant"] = None
         if changes:
             self.settings = self.settings.model_copy(update=changes)

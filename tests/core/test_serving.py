@@ -265,3 +265,71 @@ def test_vllm_holds_sliding_layers_at_their_window() -> None:
     assert hybrid is not None and full is not None
     # per request the windowed layers need ~1K tokens, not 32K: more requests fit
     assert hybrid.max_concurrency > 2 * full.max_concurrency
+
+
+def test_tensor_parallel_must_split_the_kv_heads_too() -> None:
+    five = rig_of(*(card("RTX 3090") for _ in range(5)))
+    q32 = spec("qwen2.5-32b-instruct")  # 40 heads, 8 KV heads: TP 5 splits neither evenly
+    p = plan(q32, five, make_settings(backend="vllm", context=4096), PERF)
+    multi = next(x for x in p.paths if x.path is PathName.MULTI_GPU)
+    assert multi.serving is not None and multi.serving.tensor_parallel == 1
+    assert multi.serving.pipeline_parallel == 5
+    with pytest.raises(InvalidSettingsError, match="KV heads"):
+        plan(q32, five, make_settings(backend="vllm", tensor_parallel=5), PERF)
+
+
+def test_multi_host_tp_is_the_widest_that_splits_the_heads() -> None:
+    rig = two_hosts("H100 SXM", 8, NetworkPreset.INFINIBAND)
+    p = plan(spec("qwen2.5-7b-instruct"), rig, make_settings(backend="vllm"), PERF)  # 28 heads
+    mh = next(x for x in p.paths if x.path is PathName.MULTI_HOST)
+    assert mh.serving is not None and (
+        mh.serving.tensor_parallel,
+        mh.serving.pipeline_parallel,
+    ) == (4, 2)
+    assert {g.host for g in mh.serving.gpus} == {"", "box2"}
+    only_pp = plan(
+        spec("qwen2.5-7b-instruct"), rig, make_settings(backend="vllm", pipeline_parallel=2), PERF
+    )
+    assert only_pp.recommended is not None  # a size not given follows the GPUs
+
+
+def test_tied_embeddings_load_again_on_the_last_stage() -> None:
+    g = spec("qwen2.5-3b-instruct").geometry
+    assert g.tied_embeddings
+    rig = rig_of(card("RTX 3090"), card("RTX 3090"))
+    s = make_settings(backend="vllm", context=4096)
+    sp = size_serving(g, rig, s, [0, 1], 1, 2, "BF16", None)
+    first, last = sp.gpus
+    embedding = 2 * g.n_vocab * g.n_embd
+    # the first stage has the embedding, the last the same table again as its head
+    assert abs(last.weights_bytes - first.weights_bytes) < 0.1 * embedding
+
+
+def test_compute_capability_compares_as_numbers() -> None:
+    from rigspark_gui.core.serving.throughput import compute_at_least
+
+    assert compute_at_least(card("RTX 3090", compute_capability="10.0"), 8, 9)
+    assert not compute_at_least(card("RTX 3090", compute_capability="8.6"), 8, 9)
+    assert not compute_at_least(card("RTX 3090", compute_capability=None), 8, 9)
+
+
+def test_rigs_refuse_names_that_would_break_a_script_line() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Host(name="box2\ntouch /tmp/x #")
+    with pytest.raises(ValidationError):
+        Rig(ram_total_bytes=1, address="10.0.0.1\nrm -rf ~")
+
+
+def test_a_placement_on_two_hosts_follows_llama_cpp_order() -> None:
+    from rigspark_gui.core.launch import Engine, launch_command
+    from rigspark_gui.core.placement import auto_place
+
+    rig = two_hosts("RTX 3090", 1, NetworkPreset.GBE_10)
+    m = spec("llama-3.3-70b-instruct")
+    s = make_settings(context=8192)
+    placement = auto_place(m.geometry, rig, s)  # what Auto-place and `place --ngl` give
+    assert placement.unit("blk.0").device == "gpu:1" and placement.unit("output").device == "gpu:0"
+    cmd = launch_command(Engine.LLAMA_CPP, placement, m, "Q4_K_M", s, rig)
+    assert cmd.supported and "--rpc 192.168.1.11:50052" in cmd.text

@@ -100,3 +100,21 @@ def test_hostile_headers_are_one_line(tmp_path: Path, blob: bytes, why: str) -> 
     with pytest.raises(ModelImportError) as err:
         import_hf(folder)
     assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_imported_folder_is_what_vllm_serves(tmp_path: Path) -> None:
+    folder = write_config(tmp_path, LLAMA, dict(CONFIGS[LLAMA], quantization_config=AWQ))
+    spec = import_hf(folder).spec
+    gpu = Gpu(name="RTX 3090", vendor=Vendor.NVIDIA, memory_total_bytes=24 * GIB,
+              bandwidth_gbps=936.2, fp16_tflops=71.0)  # fmt: skip
+    p = plan(spec, Rig(gpus=(gpu,), ram_total_bytes=64 * GIB), make_settings(backend="vllm"),
+             speed_model())  # fmt: skip
+    assert p.launch is not None
+    text = p.launch.scripts[0].text
+    assert str(folder.resolve()) in text and "hf:" not in text
+    assert not any("pre-quantized" in n for n in p.launch.notes)  # it is that checkpoint
+
+
+def test_eight_bit_gptq_is_a_byte_a_weight() -> None:
+    config = dict(CONFIGS[LLAMA], quantization_config={"quant_method": "gptq", "bits": 8})
+    assert checkpoint_format(config) == "INT8"

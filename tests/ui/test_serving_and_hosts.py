@@ -161,3 +161,21 @@ def test_multi_host_launch_is_one_truth(hosts: MainWindow, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["launch"] == plan.launch.model_dump(mode="json")
     assert hosts.layers_tab.command_text.toPlainText() == plan.launch.text
+
+
+def test_a_hand_edit_made_for_llama_cpp_stays_out_of_a_vllm_report(serving: MainWindow) -> None:
+    from rigspark_gui.report.model import build_report
+
+    serving.tabs.setCurrentWidget(serving.layers_tab)
+    tab = serving.layers_tab
+    block = next(u for u in tab.document.placement.units if u.unit.startswith("blk."))
+    assert tab.document.move_units([block.unit], "cpu")
+    edited = tab.edited_placement()
+    assert edited is not None
+    _choose_engine(serving, "vLLM")
+    w = serving.session
+    report = build_report(
+        w.spec, w.rig, w.settings, w.perf, created_at="now", placement=edited
+    )  # the window passes the Layers tab's edit along
+    assert not report.placement_edited and report.placement is None
+    assert report.serving is not None and report.launch is not None

@@ -58,8 +58,14 @@ class ClusterLaunch(Frozen):
         for sc in self.scripts:
             where = sc.host or THIS_HOST
             at = "" if sc.address == where else f" ({sc.address})"
-            parts.append(f"# {sc.order}. on {where}{at}: {sc.role}\n{sc.text}")
+            head = _one_line(f"# {sc.order}. on {where}{at}: {sc.role}")
+            parts.append(f"{head}\n{sc.text}")
         return "\n\n".join(parts)
+
+
+def _one_line(text: str) -> str:
+    """A comment line that stays one line whatever a rig file's names hold."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 def _line(env: Sequence[tuple[str, str]], argv: Sequence[str]) -> str:
@@ -173,6 +179,10 @@ def rpc_launch(
 
 
 def _serving_model(spec: ModelSpec) -> str:
+    """What `vllm serve` / `--model-path` loads: a folder read from disk, else the
+    model's Hugging Face repository."""
+    if spec.checkpoint is not None and spec.checkpoint.path:
+        return spec.checkpoint.path
     if spec.hf_repo:
         return spec.hf_repo
     src = spec.source.removesuffix("/config.json")
@@ -193,7 +203,10 @@ def serving_launch(
     model = _serving_model(spec)
     fmt = FORMATS[sp.format]
     notes: list[str] = []
-    if fmt.name == "FP8":
+    native = spec.checkpoint is not None and spec.checkpoint.format == fmt.name
+    if native:
+        pass  # the checkpoint named is already in this format
+    elif fmt.name == "FP8":
         notes.append(
             "FP8: load a pre-quantized FP8 checkpoint of this model, or add --quantization "
             "fp8 to quantize the BF16 one as it loads"
@@ -228,27 +241,33 @@ def serving_launch(
         return ClusterLaunch(engine="vLLM", supported=True, scripts=(script,), notes=tuple(notes))
     argv += ["--distributed-executor-backend", "ray"]
     head_addr = _address(rig, head)
+
+    def pinned(h: str, addr: str) -> tuple[list[tuple[str, str]], list[str]]:
+        """Ray offers each host only the GPUs the plan puts there (env, --num-gpus)."""
+        ids = [i for i in gpu_ids if rig.gpus[i].host == h]
+        return [("VLLM_HOST_IP", addr), *_gpu_env(rig, ids)], [f"--num-gpus={len(ids)}"]
+
+    env, gpus_arg = pinned(head, head_addr)
     scripts = [
         HostScript(
             host=head,
             address=head_addr,
             role="Ray head",
             order=1,
-            text=_line(
-                [("VLLM_HOST_IP", head_addr)], ["ray", "start", "--head", f"--port={RAY_PORT}"]
-            ),
+            text=_line(env, ["ray", "start", "--head", f"--port={RAY_PORT}", *gpus_arg]),
         )
     ]
     for n, h in enumerate(workers, start=2):
         addr = _address(rig, h)
-        join = ["ray", "start", f"--address={head_addr}:{RAY_PORT}", "--block"]
+        env, gpus_arg = pinned(h, addr)
+        join = ["ray", "start", f"--address={head_addr}:{RAY_PORT}", *gpus_arg, "--block"]
         scripts.append(
             HostScript(
                 host=h,
                 address=addr,
                 role="Ray worker",
                 order=n,
-                text=_line([("VLLM_HOST_IP", addr)], join),
+                text=_line(env, join),
             )
         )
     scripts.append(
@@ -265,9 +284,19 @@ def serving_launch(
             f"replace {HEAD_PLACEHOLDER} with this machine's address on the link between the "
             "hosts (or give the rig an address)"
         )
+    tp = sp.tensor_parallel
+    stages = [gpu_ids[i : i + tp] for i in range(0, len(gpu_ids), tp)]
+    if any(len({rig.gpus[i].host for i in st}) > 1 for st in stages):
+        notes.append(
+            "tensor parallel spans hosts here: every layer's two all-reduces cross the "
+            "network (vLLM advises tensor parallel inside a host, pipeline across hosts)"
+        )
+    else:
+        notes.append(
+            "tensor parallel inside each host, a pipeline stage per host (vLLM's advice "
+            "when hosts are joined by a network)"
+        )
     notes += [
-        "tensor parallel inside each host, one pipeline stage per host (vLLM's advice when "
-        "hosts are joined by a network)",
         "if NCCL picks the wrong network, set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to "
         "the interface between the hosts on every node",
         "every host needs the model's files at the same path (or access to the Hub)",
@@ -295,6 +324,8 @@ def _sglang(
         argv += ["--kv-cache-dtype", "fp8_e5m2"]
     if s.max_num_seqs:
         argv += ["--max-running-requests", str(s.max_num_seqs)]
+    if s.max_num_batched_tokens:
+        argv += ["--chunked-prefill-size", str(s.max_num_batched_tokens)]
     order = [head, *[h for h in hosts if h != head]]
     if len(order) == 1:
         ids = list(gpu_ids)
@@ -309,13 +340,14 @@ def _sglang(
     for rank, h in enumerate(order):
         node = [*argv, "--nnodes", str(len(order)), "--node-rank", str(rank)]
         node += ["--dist-init-addr", f"{head_addr}:{SGLANG_DIST_PORT}"]
+        ids = [i for i in gpu_ids if rig.gpus[i].host == h]
         scripts.append(
             HostScript(
                 host=h,
                 address=_address(rig, h),
                 role=f"SGLang node {rank}" + (" (serves the API)" if rank == 0 else ""),
                 order=rank + 1,
-                text=_line([], node),
+                text=_line(_gpu_env(rig, ids), node),
             )
         )
     notes.append("--pp-size across nodes needs SGLang 0.5 or later")

@@ -162,6 +162,11 @@ def rig_devices(rig: Rig) -> tuple[str, ...]:
     return (CPU, *(gpu_device(i) for i in [*remote, *local]))
 
 
+def llama_gpu_order(rig: Rig) -> list[int]:
+    """GPU numbers in the order llama.cpp lists them (`rig_devices` without the CPU)."""
+    return [int(d.split(":")[1]) for d in rig_devices(rig) if d != CPU]
+
+
 def _units(g: Geometry, devices: Sequence[str]) -> tuple[UnitPlacement, ...]:
     n = g.n_layer
     out = [UnitPlacement(unit=INPUT, index=-1, has_attention=False, has_mlp=False, device=CPU)]
@@ -337,8 +342,10 @@ def auto_place(
     tensor_split: Sequence[float] | None = None,
     gpu_ids: Sequence[int] | None = None,
 ) -> Placement:
-    """llama.cpp's placement: ngl None offloads every slot; split defaults to free memory."""
-    ids = list(range(len(rig.gpus))) if gpu_ids is None else list(gpu_ids)
+    """llama.cpp's placement: ngl None offloads every slot; split defaults to free memory.
+    Without `gpu_ids`, every GPU in llama.cpp's order (other hosts' first); a given
+    `tensor_split` lists them in that order, as --tensor-split does."""
+    ids = llama_gpu_order(rig) if gpu_ids is None else list(gpu_ids)
     for i in ids:
         if not 0 <= i < len(rig.gpus):
             raise InvalidPlacementError(f"there is no GPU {i} in this rig")

@@ -17,6 +17,7 @@ from rigspark_gui.core.placement.layout import (
     auto_place,
     device_loads,
     gpu_device,
+    llama_gpu_order,
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
@@ -29,10 +30,12 @@ def even_split(g: Geometry, rig: Rig, s: PlanSettings) -> Placement:
 
 
 def _place_counts(g: Geometry, rig: Rig, s: PlanSettings, counts: Sequence[int]) -> Placement:
+    """`counts` by GPU number, laid out in llama.cpp's device order."""
     ngl = sum(counts)
     if ngl == 0:
         return auto_place(g, rig, s, ngl=0)
-    return auto_place(g, rig, s, ngl=ngl, tensor_split=[float(c) for c in counts])
+    split = [float(counts[i]) for i in llama_gpu_order(rig)]
+    return auto_place(g, rig, s, ngl=ngl, tensor_split=split)
 
 
 def _over(

@@ -21,7 +21,7 @@ from rigspark_gui.core.serving.checkpoint import (
     checkpoint_bytes,
     pp_partition,
 )
-from rigspark_gui.core.serving.engine import parallel_problem, size_serving
+from rigspark_gui.core.serving.engine import parallel_problem, size_serving, tp_fits_heads
 from rigspark_gui.core.serving.model import ConcurrencyPoint, GpuBudget, ServingPlan
 
 __all__ = [
@@ -42,5 +42,6 @@ __all__ = [
     "pp_partition",
     "sglang_pool",
     "size_serving",
+    "tp_fits_heads",
     "vllm_pool",
 ]

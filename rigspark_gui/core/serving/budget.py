@@ -196,6 +196,7 @@ def vllm_hybrid_pool(
     window: int,
     batched_tokens: int,
     max_model_len: int,
+    trained_context: int,
 ) -> Pool:
     """vLLM's hybrid KV cache manager (0.10+) for models mixing full and sliding-window
     attention (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size): layers go in
@@ -216,7 +217,7 @@ def vllm_hybrid_pool(
 
     blocks = max(available, 0) // (page * group) if page else 0
     need = per_request(max_model_len)
-    lo, hi = 0, max_model_len
+    lo, hi = 0, max(max_model_len, trained_context)
     while lo < hi:  # the estimated maximum model length, as vLLM's binary search finds it
         mid = (lo + hi + 1) // 2
         if per_request(mid) <= blocks:

@@ -208,8 +208,12 @@ def pp_partition(n_layer: int, pp: int) -> tuple[int, ...]:
     return tuple(base)
 
 
-def stage_weights(w: RankWeights, stages: tuple[int, ...]) -> tuple[int, ...]:
-    """Bytes one GPU of each pipeline stage holds."""
+def stage_weights(
+    w: RankWeights, stages: tuple[int, ...], tied_embedding: int = 0
+) -> tuple[int, ...]:
+    """Bytes one GPU of each pipeline stage holds. `tied_embedding`: a tied model's
+    embedding shard, which the last stage loads again as its head when it is not the
+    first (vLLM builds `embed_tokens` there and ties `lm_head` to it)."""
     out = []
     start = 0
     for i, n in enumerate(stages):
@@ -217,10 +221,15 @@ def stage_weights(w: RankWeights, stages: tuple[int, ...]) -> tuple[int, ...]:
         if i == 0:
             b += w.embedding
         if i == len(stages) - 1:
-            b += w.head
+            b += w.head + (tied_embedding if i > 0 else 0)
         out.append(b)
         start += n
     return tuple(out)
+
+
+def tied_embedding_bytes(g: Geometry, tp: int) -> int:
+    """A tied model's embedding, per TP rank (0 when the head has weights of its own)."""
+    return int(2.0 * _shape_of(g).embedding / tp) if g.tied_embeddings else 0
 
 
 def rope_bytes(g: Geometry) -> int:

@@ -24,9 +24,14 @@ from rigspark_gui.core.serving.budget import (
     vllm_hybrid_pool,
     vllm_pool,
 )
-from rigspark_gui.core.serving.checkpoint import pp_partition, rank_weights, stage_weights
+from rigspark_gui.core.serving.checkpoint import (
+    pp_partition,
+    rank_weights,
+    stage_weights,
+    tied_embedding_bytes,
+)
 from rigspark_gui.core.serving.model import GpuBudget, ServingPlan
-from rigspark_gui.core.serving.throughput import concurrency_curve
+from rigspark_gui.core.serving.throughput import compute_at_least, concurrency_curve
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
@@ -35,12 +40,25 @@ def _gib(n: float) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
+def tp_fits_heads(g: Geometry, tp: int) -> bool:
+    """Whether tensor parallelism of `tp` splits the heads evenly: attention heads divide
+    by it, and KV heads divide by it or it by them (then each rank keeps whole heads,
+    replicated: vLLM's QKVParallelLinear, SGLang's likewise)."""
+    kv = g.n_head_kv
+    return g.n_head % tp == 0 and (kv == 0 or g.is_mla or kv % tp == 0 or tp % kv == 0)
+
+
 def parallel_problem(g: Geometry, tp: int, pp: int, engine: str) -> str | None:
     """The engine's own refusal of a TP/PP layout, or None."""
     if g.n_head % tp:
         return (
             f"Total number of attention heads ({g.n_head}) must be divisible by tensor "
             f"parallel size ({tp})."
+        )
+    if not tp_fits_heads(g, tp):
+        return (
+            f"The {g.n_head_kv} KV heads can be neither split nor replicated evenly over "
+            f"tensor parallel size {tp}: {engine} stops loading the attention weights."
         )
     if pp > g.n_layer:
         return f"{engine} cannot split {g.n_layer} layers into {pp} pipeline stages."
@@ -80,14 +98,16 @@ def size_serving(
             head=round(w.head * weights_scale),
             layers=tuple(round(b * weights_scale) for b in w.layers),
         )
-    per_stage = stage_weights(w, stages)
+    per_stage = stage_weights(w, stages, round(tied_embedding_bytes(g, tp) * weights_scale))
     offload = int(s.cpu_offload_gb * GIB) if engine is Backend.VLLM else 0
-    nvswitch = all(x.nvlink and (x.compute_capability or "0") >= "9.0" for x in gpus)
+    nvswitch = all(x.nvlink and compute_at_least(x, 9, 0) for x in gpus)
     nt = non_torch_bytes(tp, pp, nvswitch)
     graph = cuda_graph_bytes(g, tp, d.max_num_seqs if sglang else min(seqs * 2, 512))
     ctx_len = s.context
     refusal = parallel_problem(g, tp, pp, name)
+    kind = "layout" if refusal else None
     if refusal is None and ctx_len > g.context_length:
+        kind = "context"
         refusal = (
             f"User-specified max_model_len ({ctx_len}) is greater than the derived "
             f"max_model_len (max_position_embeddings={g.context_length})."
@@ -118,12 +138,25 @@ def size_serving(
                 claim = int(total * util)
                 kv = claim - weights - act - nt
                 if refusal is None and free < claim:
+                    kind = "memory"
                     refusal = (
                         f"Free memory on device ({free / GIB:.2f}/{total / GIB:.2f} GiB) on "
                         f"startup is less than desired GPU memory utilization ({util}, "
                         f"{claim / GIB:.2f} GiB). Decrease GPU memory utilization or reduce "
                         "GPU memory used by other processes."
                     )
+            if sglang:
+                pool = sglang_pool(kv, per_token, ctx_len)
+            elif hybrid and g.sliding_window:
+                n_sliding = sum(1 for il in layers if il in hybrid)
+                attn = sum(1 for il in layers if g.kv_heads(il) or g.is_mla)
+                pool = vllm_hybrid_pool(
+                    kv, per_token // max(attn, 1), attn - n_sliding, n_sliding,
+                    g.sliding_window, batched, ctx_len, g.context_length,
+                )  # fmt: skip
+            else:
+                pool = vllm_pool(kv, per_token, ctx_len)
+            pools.append((pool, kv))
             budgets.append(
                 GpuBudget(
                     device=f"gpu:{gpu_index}",
@@ -136,31 +169,22 @@ def size_serving(
                     cuda_graph_bytes=graph,
                     non_torch_bytes=nt,
                     kv_cache_bytes=max(kv, 0),
+                    kv_needed_bytes=pool.needed_bytes,
                     layers=n_layers,
                 )
             )
-            if sglang:
-                pool = sglang_pool(kv, per_token, ctx_len)
-            elif hybrid and g.sliding_window:
-                n_sliding = sum(1 for il in layers if il in hybrid)
-                attn = sum(1 for il in layers if g.kv_heads(il) or g.is_mla)
-                pool = vllm_hybrid_pool(
-                    kv, per_token // max(attn, 1), attn - n_sliding, n_sliding,
-                    g.sliding_window, batched, ctx_len,
-                )  # fmt: skip
-            else:
-                pool = vllm_pool(kv, per_token, ctx_len)
-            pools.append((pool, kv))
     worst, worst_kv = min(pools, key=lambda x: x[0].blocks)
     n_blocks = worst.blocks
     tokens = worst.tokens
     largest = min(worst.largest_max_model_len, g.context_length)
     if refusal is None and offload and offload * len(gpus) > rig.ram_usable_bytes:
+        kind = "ram"
         refusal = (
             f"--cpu-offload-gb {s.cpu_offload_gb:g} keeps {_gib(offload * len(gpus))} of "
             f"weights in RAM; {_gib(rig.ram_usable_bytes)} is usable"
         )
     if refusal is None and n_blocks <= 0:
+        kind = "memory"
         refusal = (
             "No available memory for the cache blocks. Try increasing "
             "`gpu_memory_utilization` when initializing the engine."
@@ -169,6 +193,7 @@ def size_serving(
         )
     starts = refusal is None
     if refusal is None and worst.needed_bytes > max(worst_kv, 0):
+        kind = "pool"
         if engine is Backend.VLLM:
             starts = False
             refusal = (
@@ -240,6 +265,7 @@ def size_serving(
         fits=fits,
         starts=starts,
         refusal=refusal,
+        refusal_kind=kind,
         cpu_offload_bytes=offload * len(gpus),
         gpus=tuple(budgets),
         concurrency=curve,

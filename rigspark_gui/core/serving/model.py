@@ -21,6 +21,9 @@ class GpuBudget(Frozen):
     cuda_graph_bytes: int
     non_torch_bytes: int
     kv_cache_bytes: int = Field(description="this rank's share of the KV pool (0 when none)")
+    kv_needed_bytes: int = Field(
+        default=0, description="what one max_model_len request takes of this rank's pool"
+    )
     layers: int = Field(description="blocks this rank holds a shard of")
 
 
@@ -56,6 +59,9 @@ class ServingPlan(Frozen):
         default=True, description="the engine starts (SGLang starts and rejects long requests)"
     )
     refusal: str | None = Field(default=None, description="the engine's own error, when it stops")
+    refusal_kind: str | None = Field(
+        default=None, description="layout, context, memory, ram or pool (max_model_len)"
+    )
     cpu_offload_bytes: int = 0
     gpus: tuple[GpuBudget, ...]
     concurrency: tuple[ConcurrencyPoint, ...] = ()

@@ -31,6 +31,15 @@ PCIE_BYTES_S = {3: 12e9, 4: 24e9, 5: 48e9}
 USERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
+def compute_at_least(gpu: Gpu, major: int, minor: int) -> bool:
+    """Whether a GPU's CUDA compute capability ("8.9", "12.0") is at least major.minor."""
+    try:
+        have = tuple(int(x) for x in (gpu.compute_capability or "").split(".")[:2])
+    except ValueError:
+        return False
+    return have >= (major, minor) if have else False
+
+
 def users_to_chart(max_users: int) -> tuple[int, ...]:
     """1, 2, 4 … up to the pool's limit, which is always the last point."""
     top = max(max_users, 1)
@@ -38,8 +47,11 @@ def users_to_chart(max_users: int) -> tuple[int, ...]:
     return (*out, top)
 
 
-def _link(gpus: Sequence[Gpu]) -> tuple[float, float]:
-    """(latency per all-reduce, bytes/s) of the GPUs' link."""
+def _link(gpus: Sequence[Gpu], rig: Rig) -> tuple[float, float]:
+    """(latency per all-reduce, bytes/s) of the GPUs' link: the network when they are on
+    several hosts, else NVLink or PCIe."""
+    if len({g.host for g in gpus}) > 1:
+        return rig.link.round_trip_s, rig.link.bytes_per_s
     if all(g.nvlink for g in gpus):
         return NVLINK_LATENCY_S, NVLINK_BYTES_S
     gen = min((g.pcie_generation or 4) for g in gpus)
@@ -82,9 +94,9 @@ def concurrency_curve(
     bw = slow.bandwidth_gbps * 1e9 * bw_eff
     flops = (slow.fp16_tflops or 0) * 1e12 * flop_eff
     # 8-bit checkpoints run W8A8 kernels at twice the 16-bit rate on GPUs that have them
-    if FORMATS[fmt].linear_bytes == 1 and (slow.compute_capability or "0") >= "8.9":
+    if FORMATS[fmt].linear_bytes == 1 and compute_at_least(slow, 8, 9):
         flops *= 2
-    lat, link_bw = _link(gpus[:tp])
+    lat, link_bw = _link(gpus[:tp], rig)
     net = rig.link
     depth = decode_depth(s)
     kv_b = 1 if s.kv_k is KvCacheType.FP8 else 2
@@ -112,11 +124,9 @@ def concurrency_curve(
                 msg = micro * g.n_embd * 2 * 2 * (tp - 1) / tp
                 t += 2 * n_layers * (lat + msg / link_bw)
             stage_times.append((t, mem >= cmp))
-        hops = sum(
-            net.round_trip_s / 2 + micro * g.n_embd * 2 / net.bytes_per_s
-            for a, b in itertools.pairwise(hosts)
-            if a != b
-        )
+        # stage to stage, and the sampled tokens back to the first stage's host
+        crossings = sum(1 for a, b in itertools.pairwise([*hosts, hosts[0]]) if a != b)
+        hops = crossings * (net.round_trip_s / 2 + micro * g.n_embd * 2 / net.bytes_per_s)
         if offload_bytes:
             stage_times = [(t + offload_bytes / pcie_bw, m) for t, m in stage_times]
         # a request's token passes every stage in turn; with a micro-batch in each stage
