@@ -15,6 +15,7 @@ from rigspark_gui.core.paths import Verdict
 from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text
 
 SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
@@ -166,6 +167,15 @@ class LimitLine(Frozen):
 class KvChart(Frozen):
     curves: tuple[Curve, ...]
     limits: tuple[LimitLine, ...]
+
+
+KV_CHART_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
+SERVING_KV_TYPES = (KvCacheType.F16, KvCacheType.FP8)
+
+
+def kv_chart_types(s: PlanSettings) -> tuple[KvCacheType, ...]:
+    """The cache types the memory-against-context chart draws: the engine's own."""
+    return SERVING_KV_TYPES if s.backend.serving else KV_CHART_TYPES
 
 
 def kv_memory_chart(

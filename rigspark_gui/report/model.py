@@ -13,9 +13,14 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from rigspark_gui.core.chart_spec import FitChart, KvChart, fit_chart, kv_memory_chart
+from rigspark_gui.core.chart_spec import (
+    FitChart,
+    KvChart,
+    fit_chart,
+    kv_chart_types,
+    kv_memory_chart,
+)
 from rigspark_gui.core.errors import RigSparkError, validation_message
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
@@ -32,13 +37,6 @@ from rigspark_gui.identity import APP_NAME, APP_VERSION
 
 REPORT_SCHEMA_VERSION = 1
 # the curves of the KV chart: the same four the KV tab draws
-KV_CHART_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
-SERVING_KV_TYPES = (KvCacheType.F16, KvCacheType.FP8)
-
-
-def kv_chart_types(s: PlanSettings) -> tuple[KvCacheType, ...]:
-    """The cache types the memory-against-context chart draws: the engine's own."""
-    return SERVING_KV_TYPES if s.backend.serving else KV_CHART_TYPES
 
 
 class ReportError(RigSparkError):
