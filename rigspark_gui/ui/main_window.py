@@ -59,7 +59,14 @@ SETTING_KEYS = (
     "prompt_tokens",
     "gpu_backend",
     "min_tok_s",
+    # the serving engines' knobs ('' = the engine's default)
+    "memory_utilization",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "max_num_seqs",
+    "cpu_offload_gb",
 )
+_OPTIONAL_INTS = ("tensor_parallel", "pipeline_parallel", "max_num_seqs")
 
 
 def _import_model_file(path: Path) -> ModelSpec:
@@ -926,6 +933,13 @@ class MainWindow(QMainWindow):
                 values[key] = raw.lower() == "true"
             elif key in ("quant", "gpu_backend"):
                 values[key] = raw or None
+            elif key in _OPTIONAL_INTS:
+                values[key] = int(raw) if raw.isdigit() else ""
+            elif key in ("memory_utilization", "cpu_offload_gb"):
+                try:
+                    values[key] = float(raw)
+                except ValueError:
+                    values[key] = "" if key == "memory_utilization" else None
             elif key == "min_tok_s":
                 try:
                     values[key] = float(raw)
@@ -934,6 +948,8 @@ class MainWindow(QMainWindow):
             else:
                 values[key] = raw
         values = {k: v for k, v in values.items() if v is not None or k in ("quant", "gpu_backend")}
+        # '' marks a serving knob left at the engine's default
+        values = {k: (None if v == "" else v) for k, v in values.items()}
         if values and not self.session.update_settings(**values):
             self.problem.hide()  # a stale saved choice is dropped quietly
         model = str(q.value("plan/model", DEFAULT_MODEL))

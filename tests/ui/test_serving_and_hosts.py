@@ -179,3 +179,14 @@ def test_a_hand_edit_made_for_llama_cpp_stays_out_of_a_vllm_report(serving: Main
     )  # the window passes the Layers tab's edit along
     assert not report.placement_edited and report.placement is None
     assert report.serving is not None and report.launch is not None
+
+
+def test_the_serving_knobs_are_remembered(qtbot, tmp_path, monkeypatch) -> None:
+    first = _window(qtbot, tmp_path, monkeypatch, ONE_BOX)
+    first.session.set_model("llama-3.1-8b-instruct")
+    first.session.update_settings(backend="vllm", memory_utilization=0.85, max_num_seqs=64)
+    first.close()
+    again = _window(qtbot, tmp_path, monkeypatch, ONE_BOX)  # the same settings file
+    s = again.session.settings
+    assert s.backend.value == "vllm" and s.memory_utilization == pytest.approx(0.85)
+    assert s.max_num_seqs == 64 and s.tensor_parallel is None
