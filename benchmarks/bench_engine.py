@@ -1,5 +1,5 @@
-"""Engine benchmarks (not tests): one plan, the catalog × every KV type, a placement edit
-on a 126-layer model, and the CLI's whole-process time.
+"""Engine benchmarks (not tests): one plan (llama.cpp, vLLM, several hosts), the catalog ×
+every KV type, a placement edit on a 126-layer model, and the CLI's whole-process time.
 
 Run: .venv/bin/python benchmarks/bench_engine.py
 Targets (issue: planning engine): plan ≤ 2 ms, catalog × KV types ≤ 100 ms,
@@ -74,6 +74,25 @@ def main() -> None:
     big = catalog.find("llama-3.1-405b-instruct").to_spec()
     med, best = timed(lambda: plan(big, rig, s, perf, ladders=False), 50)
     print(f"one plan (Llama-3.1-405B, 126 layers): median {med:.2f} ms, best {best:.2f} ms")
+
+    from rigspark_gui.core.settings import make_settings
+
+    vllm = make_settings(backend="vllm", context=8192)
+    med, best = timed(lambda: plan(spec, rig, vllm, perf), 100)
+    print(f"one vLLM plan (Llama-3.1-8B, 2x RTX 3090): median {med:.2f} ms, best {best:.2f} ms")
+    nodes = load_rig(ROOT / "examples" / "rig-2x8xh100.json", db)
+    vllm32 = make_settings(backend="vllm", context=32768)
+    med, best = timed(lambda: plan(big, nodes, vllm32, perf), 30)
+    print(
+        f"one vLLM plan (Llama-3.1-405B, two 8x H100 nodes): median {med:.2f} ms, "
+        f"best {best:.2f} ms"
+    )
+    hosts = load_rig(ROOT / "examples" / "rig-two-hosts-3090.json", db)
+    med, best = timed(lambda: plan(big70, hosts, s, perf, ladders=False), 50)
+    print(
+        f"one multi-host plan (Llama-3.3-70B, two RTX 3090 hosts): median {med:.2f} ms, "
+        f"best {best:.2f} ms"
+    )
 
     kv_types = [k for k in KvCacheType if k.llama_cpp]
 
