@@ -333,3 +333,16 @@ def test_a_placement_on_two_hosts_follows_llama_cpp_order() -> None:
     assert placement.unit("blk.0").device == "gpu:1" and placement.unit("output").device == "gpu:0"
     cmd = launch_command(Engine.LLAMA_CPP, placement, m, "Q4_K_M", s, rig)
     assert cmd.supported and "--rpc 192.168.1.11:50052" in cmd.text
+
+
+def test_a_rig_of_several_hosts_saves_and_opens_as_it_was(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from rigspark_gui.catalog.rig_file import load_rig, save_rig
+
+    root = Path(__file__).resolve().parents[2]
+    rig = load_rig(root / "examples" / "rig-two-hosts-3090.json", DB)
+    assert [(g.host, g.index) for g in rig.gpus] == [("", 0), ("box2", 0)]
+    assert rig.link.label == "10 GbE" and rig.address == "192.168.1.10"
+    save_rig(rig, tmp_path / "rig.json")
+    assert load_rig(tmp_path / "rig.json", DB) == rig
