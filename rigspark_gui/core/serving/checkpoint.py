@@ -34,7 +34,16 @@ class ServingFormat(NamedTuple):
     quant_method: str  # vLLM --quantization / config quant_method ("" = none)
     words: str
     experts_only: bool = False  # only routed experts take the format; the rest is 16-bit
+    # share of the bandwidth roofline its kernels reach at small batches, relative to
+    # BF16 (validation/serving_speed.py: 4-bit fitted on two vLLM runs, four held out)
+    decode_factor: float = 1.0
 
+
+# vLLM's 4-bit kernels dequantize as they read: at one request they reach ~0.69 of the
+# share of bandwidth BF16 does. Fitted (geometric mean) on Qwen2.5-7B-Instruct-AWQ and
+# Qwen2.5-32B-Instruct-AWQ (Qwen's speed benchmark, vLLM 0.6.3, A100 80GB); the 14B AWQ,
+# 7B and 32B GPTQ-Int4 and 72B AWQ TP 2 runs of the same page are held out.
+FOUR_BIT_DECODE = 0.69
 
 FORMATS: dict[str, ServingFormat] = {
     f.name: f
@@ -42,8 +51,28 @@ FORMATS: dict[str, ServingFormat] = {
         ServingFormat("BF16", "BF16", 2.0, 0, 0.0, 0, "", "the model's own 16-bit weights"),
         ServingFormat("FP8", "FP8", 1.0, 4, 0.0, 0, "fp8", "8-bit float weights (W8A8)"),
         ServingFormat("INT8", "INT8 W8A8", 1.0, 4, 0.0, 0, "compressed-tensors", "8-bit int"),
-        ServingFormat("AWQ", "AWQ 4-bit", 0.5, 0, 2.5, 0, "awq", "4-bit AWQ, group 128"),
-        ServingFormat("GPTQ", "GPTQ 4-bit", 0.5, 0, 2.5, 4, "gptq", "4-bit GPTQ, group 128"),
+        ServingFormat(
+            "AWQ",
+            "AWQ 4-bit",
+            0.5,
+            0,
+            2.5,
+            0,
+            "awq",
+            "4-bit AWQ, group 128",
+            decode_factor=FOUR_BIT_DECODE,
+        ),
+        ServingFormat(
+            "GPTQ",
+            "GPTQ 4-bit",
+            0.5,
+            0,
+            2.5,
+            4,
+            "gptq",
+            "4-bit GPTQ, group 128",
+            decode_factor=FOUR_BIT_DECODE,
+        ),
         # gpt-oss ships its routed experts in MXFP4 (4-bit values, an 8-bit scale per 32)
         # and everything else in BF16
         ServingFormat("MXFP4", "MXFP4 experts", 0.5, 0, 4.0, 0, "mxfp4", "MXFP4 experts", True),

@@ -75,6 +75,7 @@ def size_serving(
     fmt: str,
     speed: SpeedModel | None,
     weights_scale: float = 1.0,
+    users_at: Sequence[int] | None = None,
 ) -> ServingPlan:
     """Every GPU's budget for `fmt` on `gpu_ids` (pp stages of tp GPUs, in order).
     `weights_scale`: a read checkpoint's bytes over the geometry's estimate."""
@@ -240,7 +241,9 @@ def size_serving(
     depth = max(min(s.prompt_tokens, ctx_len), 1)
     top_users = max(min(seqs, tokens // depth), 1)
     curve, basis = (
-        concurrency_curve(g, rig, s, gpus, tp, pp, stages, w, fmt, top_users, speed, offload)
+        concurrency_curve(
+            g, rig, s, gpus, tp, pp, stages, w, fmt, top_users, speed, offload, users_at
+        )
         if fits
         else ((), "unknown: does not fit")
     )
