@@ -128,8 +128,8 @@ def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
 def _throughput(
     sp: ServingPlan, speed: SpeedModel | None, rig: Rig, ids: Sequence[int]
 ) -> Throughput:
-    if not sp.concurrency:
-        return Throughput(basis=sp.speed_basis or "unknown: does not fit")
+    if not sp.fits or not sp.concurrency:
+        return Throughput(basis="unknown: does not fit")
     one = sp.concurrency[0].per_user_tok_s
     band = speed.decode.band if speed is not None and speed.decode is not None else None
     low = one * band.low if band is not None else None

@@ -154,8 +154,20 @@ class ServingTab(QWidget):
         lb.addLayout(head)
         lb.addWidget(self.launch)
 
+        # what stands in the chart's place when the engine would not start
+        self.no_chart = QLabel(
+            "No throughput to chart: the engine would not start with these settings."
+        )
+        self.no_chart.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_chart.setEnabled(False)
+        self.no_chart.hide()
+        chart_box = QWidget()
+        cb = QVBoxLayout(chart_box)
+        cb.setContentsMargins(0, 0, 0, 0)
+        cb.addWidget(self.chart_slot)
+        cb.addWidget(self.no_chart)
         split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.chart_slot)
+        split.addWidget(chart_box)
         split.addWidget(self.table)
         split.addWidget(launch_box)
         split.setSizes([300, 160, 160])
@@ -197,6 +209,8 @@ class ServingTab(QWidget):
             return
         self.summary.setText(engine_lines(sp))
         self.chart.show_plan(sp)
+        self.chart_slot.setVisible(bool(sp.concurrency))
+        self.no_chart.setVisible(not sp.concurrency)
         self.table.setRowCount(len(sp.gpus))
         for r, b in enumerate(sp.gpus):
             cells = [

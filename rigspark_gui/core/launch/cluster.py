@@ -203,6 +203,14 @@ def serving_launch(
     model = _serving_model(spec)
     fmt = FORMATS[sp.format]
     notes: list[str] = []
+    if not sp.fits:
+        engine_name = "vLLM" if sp.engine == "vllm" else "SGLang"
+        fix = (
+            f" (a max_model_len of {sp.largest_max_model_len} or less runs)"
+            if sp.refusal_kind == "pool" and sp.largest_max_model_len
+            else ""
+        )
+        notes.append(f"as planned, {engine_name} does not serve this{fix}: see its error")
     native = spec.checkpoint is not None and spec.checkpoint.format == fmt.name
     if native:
         pass  # the checkpoint named is already in this format

@@ -244,8 +244,8 @@ def size_serving(
         concurrency_curve(
             g, rig, s, gpus, tp, pp, stages, w, fmt, top_users, speed, offload, users_at
         )
-        if fits
-        else ((), "unknown: does not fit")
+        if starts and tokens > 0  # SGLang serves shorter requests when long ones are refused
+        else ((), "unknown: the engine does not start")
     )
     return ServingPlan(
         engine=engine.value,
