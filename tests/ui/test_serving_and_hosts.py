@@ -95,6 +95,8 @@ def test_a_context_vllm_refuses_says_so_with_the_longest_it_takes(serving: MainW
     assert sp is not None and not sp.fits
     text = serving.serving_tab.summary.text()
     assert "refuses" in text and f"{sp.largest_max_model_len:,}" in text
+    assert serving.serving_tab.no_chart.isVisible()  # no empty chart in its place
+    assert not serving.serving_tab.chart_slot.isVisible()
 
 
 def test_serving_plan_is_one_truth_on_cli_report_and_tab(
