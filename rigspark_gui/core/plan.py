@@ -161,9 +161,7 @@ def _serving_plan(
     paths = serving_paths(spec, rig, s, speed)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]
-    notes: list[str] = list(rig.notes)
-    if shown.serving is not None:
-        notes += shown.serving.notes
+    notes: list[str] = list(rig.notes)  # the engine's own notes are in `serving`
     return Plan(
         model_id=spec.id,
         model_name=spec.name,

@@ -231,6 +231,15 @@ def size_serving(
                 f"CUDA-graph capture needs {_gib(graph)} outside the {util:.2f} claim and "
                 "may run out of memory: lower --gpu-memory-utilization or add --enforce-eager"
             )
+        # vLLM 0.21 and later count their CUDA-graph estimate inside the claim
+        # (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default since then)
+        fewer = graph * tokens // max(worst_kv, 1)
+        if fewer:
+            notes.append(
+                f"these are vLLM 0.9–0.11's figures; 0.21 and later also keep their CUDA-graph "
+                f"estimate (~{_gib(graph)} a GPU) inside the claim: about {fewer:,} tokens "
+                "less pool"
+            )
     if offload:
         notes.append(
             f"--cpu-offload-gb {s.cpu_offload_gb:g}: {_gib(offload)} of each GPU's weights "
