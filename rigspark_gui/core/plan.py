@@ -101,7 +101,7 @@ def plan(
     `ladders`: list every quantization that fits on each path (two dozen trials a path);
     without, each path stops at its choice, several times faster."""
     if s.backend.serving:
-        return _serving_plan(spec, rig, s, speed, kv_pairs != "none")
+        return _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders)
     _validate(spec, s)
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
@@ -137,43 +137,54 @@ def plan(
         launch = rpc_launch(
             placement, spec, shown.quant or spec.available_quants[-1], s, rig, loads
         )
-    return Plan(
-        model_id=spec.id,
-        model_name=spec.name,
-        rig_name=rig.name,
-        unified_memory=rig.unified_memory,
-        settings=s,
-        paths=paths,
-        recommended=recommended.path if recommended else None,
-        placement=placement,
-        device_loads=loads,
-        kv_comparison=comparison,
-        notes=tuple(notes),
-        launch=launch,
+    return _record(
+        spec, rig, s, paths, recommended,
+        placement=placement, device_loads=loads, kv_comparison=comparison,
+        notes=tuple(notes), launch=launch,
+    )  # fmt: skip
+
+
+def _record(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    paths: tuple[PathPlan, ...],
+    recommended: PathPlan | None,
+    **rest: object,
+) -> Plan:
+    """A Plan with the fields every engine's plan shares filled in."""
+    return Plan.model_validate(
+        {
+            "model_id": spec.id,
+            "model_name": spec.name,
+            "rig_name": rig.name,
+            "unified_memory": rig.unified_memory,
+            "settings": s,
+            "paths": paths,
+            "recommended": recommended.path if recommended else None,
+            **rest,
+        }
     )
 
 
 def _serving_plan(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel, compare_kv: bool
+    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel, compare_kv: bool, ladders: bool
 ) -> Plan:
     """vLLM and SGLang: every weight on the GPUs, the engine's claim and its KV pool. No
     layer placement to edit (tensor parallelism shards every layer)."""
-    paths = serving_paths(spec, rig, s, speed)
+    paths = serving_paths(spec, rig, s, speed, ladders=ladders)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]
-    notes: list[str] = list(rig.notes)  # the engine's own notes are in `serving`
-    return Plan(
-        model_id=spec.id,
-        model_name=spec.name,
-        rig_name=rig.name,
-        unified_memory=rig.unified_memory,
-        settings=s,
-        paths=paths,
-        recommended=recommended.path if recommended else None,
+    return _record(
+        spec,
+        rig,
+        s,
+        paths,
+        recommended,
         placement=None,
         device_loads=serving_loads(shown),
         kv_comparison=_serving_kv_rows(spec, rig, s, paths) if compare_kv else (),
-        notes=tuple(notes),
+        notes=rig.notes,  # the engine's own notes are in `serving`
         serving=shown.serving,
         launch=serving_launch(
             shown.serving, spec, s, rig, [int(d.split(":")[1]) for d in shown.devices]
@@ -267,7 +278,7 @@ def _serving_kv_rows(
     rows = []
     for k, v in VLLM_KV_PAIRS:
         s2 = s.model_copy(update={"kv_k": k, "kv_v": v})
-        per_path = {p.path: p for p in serving_paths(spec, rig, s2, None)}
+        per_path = {p.path: p for p in serving_paths(spec, rig, s2, None, ladders=False)}
         per_token = kv_bytes_per_token(g, range(g.n_layer), 1, 1 if k is KvCacheType.FP8 else 2)
         limits = tuple(
             KvPathLimit(

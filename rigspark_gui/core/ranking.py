@@ -158,7 +158,7 @@ def _rank_serving(
 ) -> RankedModel:
     """vLLM and SGLang: the serving plan's recommendation (checkpoint formats)."""
     try:
-        paths = serving_paths(spec, rig, s, speed)
+        paths = serving_paths(spec, rig, s, speed, ladders=False)
     except RigSparkError as err:
         return RankedModel.model_validate(
             {**base, "verdict": Verdict.NO, "path": None, "quant": None, "required_bytes": 0,

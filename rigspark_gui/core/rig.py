@@ -55,6 +55,11 @@ class DeviceSpec(BaseModel):
         return Provenance(basis=Basis.USER)
 
 
+# Host names and addresses go into shell scripts (as quoted words and in comments): no
+# control characters, so a rig file cannot start a line of its own there.
+_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+
+
 class Gpu(DeviceSpec):
     name: str = Field(min_length=1, max_length=200)
     vendor: Vendor = Vendor.OTHER
@@ -74,7 +79,7 @@ class Gpu(DeviceSpec):
     host: str = Field(
         default="",
         max_length=200,
-        pattern=r"^[^\x00-\x1f\x7f]*$",
+        pattern=_PRINTABLE,
         description="its host; '' = this one",
     )
 
@@ -168,11 +173,6 @@ class Network(BaseModel):
         if self.bandwidth_gbps is not None or self.preset is None:
             return f"{self.gbit_s:g} Gbit/s, {self.round_trip_s * 1e6:g} µs"
         return self.preset.label
-
-
-# Host names and addresses go into shell scripts (as quoted words and in comments): no
-# control characters, so a rig file cannot start a line of its own there.
-_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 
 
 class Host(BaseModel):

@@ -125,9 +125,7 @@ def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
     return cands
 
 
-def _throughput(
-    sp: ServingPlan, speed: SpeedModel | None, rig: Rig, ids: Sequence[int]
-) -> Throughput:
+def _throughput(sp: ServingPlan, speed: SpeedModel | None, ids: Sequence[int]) -> Throughput:
     if not sp.fits or not sp.concurrency:
         return Throughput(basis="unknown: does not fit")
     one = sp.concurrency[0].per_user_tok_s
@@ -177,10 +175,19 @@ def _prefill(
 
 
 def plan_serving_path(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel | None, cand: PathCandidate
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel | None,
+    cand: PathCandidate,
+    layout: tuple[list[int], int, int],
+    *,
+    full_ladder: bool = True,
 ) -> PathPlan:
+    """One path at the best format that fits (`layout`: its GPUs, TP and PP).
+    `full_ladder` keeps sizing the other formats to list every one that fits."""
     g = spec.geometry
-    ids, tp, pp = _layout(spec, rig, s, cand)
+    ids, tp, pp = layout
     formats = serving_format(spec, s)
     tried: list[ServingPlan] = []
     chosen: ServingPlan | None = None
@@ -189,6 +196,8 @@ def plan_serving_path(
         tried.append(sp)
         if sp.fits and chosen is None:
             chosen = sp
+            if not full_ladder:
+                break
     fitting = [sp for sp in tried if sp.fits]
     shown = chosen or tried[-1]
     weights = sum(b.weights_bytes for b in shown.gpus)
@@ -239,7 +248,7 @@ def plan_serving_path(
         breakdown=MemoryBreakdown(
             weights_bytes=weights, kv_bytes=kv_need, compute_bytes=act, reserve_bytes=nt
         ),
-        throughput=_throughput(shown, speed, rig, ids),
+        throughput=_throughput(shown, speed, ids),
         prefill=_prefill(spec, rig, s, ids, shown.tensor_parallel, speed)
         if chosen is not None
         else Prefill(prompt_tokens=min(s.prompt_tokens, s.context), basis="unknown: does not fit"),
@@ -257,8 +266,15 @@ def plan_serving_path(
 
 
 def serving_paths(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel | None
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel | None,
+    *,
+    ladders: bool = True,
 ) -> tuple[PathPlan, ...]:
+    """Every path the engine runs here. `ladders`: list every format that fits on each
+    (without, each path stops at its choice, as llama.cpp's paths do)."""
     g = spec.geometry
     out = []
     for cand in _candidates(rig, s):
@@ -268,7 +284,7 @@ def serving_paths(
         problem = parallel_problem(g, tp, pp, s.backend.label)
         if s.tensor_parallel is not None and problem is not None:
             raise InvalidSettingsError(problem)
-        out.append(plan_serving_path(spec, rig, s, speed, cand))
+        out.append(plan_serving_path(spec, rig, s, speed, cand, (ids, tp, pp), full_ladder=ladders))
     if not out:
         raise InvalidSettingsError("no path of this rig has the GPUs this layout asks for")
     return tuple(out)

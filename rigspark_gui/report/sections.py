@@ -11,7 +11,14 @@ from rigspark_gui.core.placement import DeviceLoad, units_span
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
-from rigspark_gui.report.text import auto_rule, path_label, serving_summary, suggestion_line
+from rigspark_gui.report.text import (
+    SERVING_COLUMNS,
+    auto_rule,
+    path_label,
+    serving_gpu_row,
+    serving_summary,
+    suggestion_line,
+)
 
 
 @dataclass(frozen=True)
@@ -329,18 +336,6 @@ def report_blocks(report: PlanReport) -> list[Block]:
     return blocks
 
 
-SERVING_COLUMNS = (
-    "GPU",
-    "Host",
-    "Claim",
-    "Weights",
-    "Activations",
-    "Non-torch",
-    "CUDA graphs",
-    "KV pool",
-)
-
-
 def _serving_blocks(sp: ServingPlan) -> list[Block]:
     """The engine's start-up figures, each GPU's budget and throughput by concurrency."""
     layout, pool, refusal = serving_summary(sp)
@@ -350,21 +345,9 @@ def _serving_blocks(sp: ServingPlan) -> list[Block]:
         out.append(Para(refusal))
     out.append(
         Table(
-            SERVING_COLUMNS,
-            tuple(
-                (
-                    b.device,
-                    b.host or "this machine",
-                    human_bytes(b.budget_bytes),
-                    human_bytes(b.weights_bytes),
-                    human_bytes(b.activation_bytes),
-                    human_bytes(b.non_torch_bytes),
-                    human_bytes(b.cuda_graph_bytes),
-                    human_bytes(b.kv_cache_bytes),
-                )
-                for b in sp.gpus
-            ),
-            numeric=frozenset(range(2, 8)),
+            tuple(c for c, _ in SERVING_COLUMNS),
+            tuple(serving_gpu_row(b) for b in sp.gpus),
+            numeric=frozenset(range(2, len(SERVING_COLUMNS))),
             name="serving",
         )
     )

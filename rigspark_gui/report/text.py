@@ -8,7 +8,7 @@ from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.ranking import RankedModel, Verdict
-from rigspark_gui.core.serving import ServingPlan
+from rigspark_gui.core.serving import GpuBudget, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
@@ -125,6 +125,35 @@ def serving_summary(sp: ServingPlan) -> tuple[str, str, str | None]:
         if sp.refusal_kind == "pool":
             refusal += f" The longest max_model_len it accepts here: {sp.largest_max_model_len:,}."
     return layout, pool, refusal
+
+
+# Each GPU as the engine divides it: the columns (with what each means) and a row, one
+# table for the Serving tab and the report.
+SERVING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("GPU", "the GPU (its number in this rig) and its name"),
+    ("Host", "the machine it is in"),
+    ("Claim", "vLLM: gpu_memory_utilization × total; SGLang: mem_fraction_static × free"),
+    ("Weights", "this GPU's shard of the checkpoint"),
+    ("Activations", "vLLM's profiled peak (a forward pass and a dummy sampling step)"),
+    ("Non-torch", "cuBLAS workspaces and, with several GPUs, NCCL's buffers"),
+    ("CUDA graphs", "captured after the pool, outside vLLM's claim"),
+    ("KV pool", "what is left of the claim: the paged KV cache"),
+    ("Total", "the GPU's memory"),
+)
+
+
+def serving_gpu_row(b: GpuBudget) -> tuple[str, ...]:
+    return (
+        f"{b.device} {b.name}",
+        b.host or "this machine",
+        human_bytes(b.budget_bytes),
+        human_bytes(b.weights_bytes),
+        human_bytes(b.activation_bytes),
+        human_bytes(b.non_torch_bytes),
+        human_bytes(b.cuda_graph_bytes),
+        human_bytes(b.kv_cache_bytes),
+        human_bytes(b.total_bytes),
+    )
 
 
 def format_serving(sp: ServingPlan) -> str:

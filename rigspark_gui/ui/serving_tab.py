@@ -28,24 +28,12 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings
-from rigspark_gui.core.units import human_bytes
-from rigspark_gui.report.text import serving_summary
+from rigspark_gui.report.text import SERVING_COLUMNS, serving_gpu_row, serving_summary
 from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.session import PlannerSession
 
 if TYPE_CHECKING:
     from rigspark_gui.ui.serving_chart import ServingChartWidget
-
-COLUMNS = (
-    ("GPU", "the GPU and, on other machines, its host"),
-    ("Claim", "vLLM: gpu_memory_utilization × total; SGLang: mem_fraction_static × free"),
-    ("Weights", "this GPU's shard of the checkpoint"),
-    ("Activations", "vLLM's profiled peak (a forward pass and a dummy sampling step)"),
-    ("Non-torch", "cuBLAS workspaces and, with several GPUs, NCCL's buffers"),
-    ("CUDA graphs", "captured after the pool, outside vLLM's claim"),
-    ("KV pool", "what is left of the claim: the paged KV cache"),
-    ("Total", "the GPU's memory"),
-)
 
 
 def _serving_chart() -> ServingChartWidget:
@@ -128,9 +116,9 @@ class ServingTab(QWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.chart_slot = ChartSlot(_serving_chart)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels([c for c, _ in COLUMNS])
-        for i, (_c, tip) in enumerate(COLUMNS):
+        self.table = QTableWidget(0, len(SERVING_COLUMNS))
+        self.table.setHorizontalHeaderLabels([c for c, _ in SERVING_COLUMNS])
+        for i, (_c, tip) in enumerate(SERVING_COLUMNS):
             item = self.table.horizontalHeaderItem(i)
             if item is not None:
                 item.setToolTip(tip)
@@ -213,19 +201,10 @@ class ServingTab(QWidget):
         self.no_chart.setVisible(not sp.concurrency)
         self.table.setRowCount(len(sp.gpus))
         for r, b in enumerate(sp.gpus):
-            cells = [
-                f"{b.device} {b.name}" + (f" on {b.host}" if b.host else ""),
-                human_bytes(b.budget_bytes),
-                human_bytes(b.weights_bytes),
-                human_bytes(b.activation_bytes),
-                human_bytes(b.non_torch_bytes),
-                human_bytes(b.cuda_graph_bytes),
-                human_bytes(b.kv_cache_bytes),
-                human_bytes(b.total_bytes),
-            ]
+            cells = serving_gpu_row(b)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if c:
+                if c >= 2:  # the byte figures
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
