@@ -13,9 +13,6 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rigspark_gui.startup import without_pydantic_plugins
-
-    without_pydantic_plugins()
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
     from PySide6.QtWidgets import QApplication
 

@@ -757,9 +757,6 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from rigspark_gui.startup import without_pydantic_plugins
-
-    without_pydantic_plugins()
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

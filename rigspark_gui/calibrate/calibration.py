@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from rigspark_gui.calibrate.runners import (
     N_GEN,
     N_PROMPT,
@@ -26,6 +24,7 @@ from rigspark_gui.calibrate.runners import (
 )
 from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
+from rigspark_gui.core.record import ConfigDict, Field, Record, ValidationError
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import (
@@ -52,7 +51,7 @@ VISIBLE_ENV = {
 Progress = Callable[[int, int, str], None]  # step, steps, what
 
 
-class DeviceRun(BaseModel):
+class DeviceRun(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     device: str  # cpu | gpu:N
     device_name: str
@@ -72,7 +71,7 @@ class DeviceRun(BaseModel):
         return self.measured_prefill_tok_s / p if p else None
 
 
-class LocalCalibration(BaseModel):
+class LocalCalibration(Record):
     """What one calibration run measured, with its provenance."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -23,12 +23,12 @@ from typing import Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
-from pydantic import ValidationError
 
 from rigspark_gui.catalog.gguf_names import SPLIT_NAME as _SPLIT_NAME
 from rigspark_gui.core.errors import ModelImportError
 from rigspark_gui.core.ggml_types import GGML_TYPES_BY_ID
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, TensorGroup, TensorInfo
+from rigspark_gui.core.record import ValidationError
 
 __all__ = ["FILE_TYPE_LABELS", "import_gguf", "swa_period"]
 

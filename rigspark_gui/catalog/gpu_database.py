@@ -14,10 +14,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
-
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.core.record import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Record,
+    ValidationError,
+    field_validator,
+)
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 
 GPU_DATABASE_SCHEMA_VERSION = 1
@@ -50,7 +56,7 @@ def normalize_gpu_name(name: str) -> str:
     return " ".join(words)
 
 
-class GpuSpec(BaseModel):
+class GpuSpec(Record):
     """One database entry. Every figure comes from `source`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -93,7 +99,7 @@ class GpuSpec(BaseModel):
         return tuple(dict.fromkeys(normalize_gpu_name(n) for n in (self.name, *self.aliases)))
 
 
-class GpuDatabase(BaseModel):
+class GpuDatabase(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: int = GPU_DATABASE_SCHEMA_VERSION
     gpus: tuple[GpuSpec, ...] = ()

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
-from pydantic import ValidationError
-
 from rigspark_gui.catalog.gguf_import import swa_period
 from rigspark_gui.core.errors import ModelImportError
 from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec
+from rigspark_gui.core.record import ValidationError
 
 __all__ = ["SYNTHESIZED_QUANTS", "HfImport", "import_hf", "import_hf_config"]
 

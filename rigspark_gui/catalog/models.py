@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
-
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec, QuantFile
+from rigspark_gui.core.record import ConfigDict, Field, PrivateAttr, Record, ValidationError
 from rigspark_gui.resources import data_file
 
 CATALOG_SCHEMA_VERSION = 1
@@ -31,7 +30,7 @@ NATIVE_CHECKPOINTS = {
 }
 
 
-class CatalogEntry(BaseModel):
+class CatalogEntry(Record):
     model_config = ConfigDict(extra="ignore", frozen=True)
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)
     name: str = Field(min_length=1, max_length=200)
@@ -72,7 +71,7 @@ class CatalogEntry(BaseModel):
         )
 
 
-class Catalog(BaseModel):
+class Catalog(Record):
     model_config = ConfigDict(frozen=True)
     entries: tuple[CatalogEntry, ...]
     errors: tuple[str, ...] = ()

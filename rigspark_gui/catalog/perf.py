@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError, validation_message
+from rigspark_gui.core.record import ValidationError
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.resources import data_file
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from rigspark_gui.catalog.durable import write_text_atomic
 from rigspark_gui.catalog.gpu_database import GpuDatabase
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import InvalidRigError, validation_message
+from rigspark_gui.core.record import ValidationError
 from rigspark_gui.core.rig import Rig
 
 MAX_RIG_BYTES = 4 << 20

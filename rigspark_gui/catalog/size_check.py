@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from rigspark_gui.catalog.models import Catalog
 from rigspark_gui.core.memory import file_bytes_estimate, weights_layout
+from rigspark_gui.core.record import Record
 
 # Publishers whose files are made with llama-quantize's default recipe. Qwen's own
 # small-model GGUFs keep more tensors at high precision and are excluded from the
@@ -13,7 +12,7 @@ from rigspark_gui.core.memory import file_bytes_estimate, weights_layout
 STOCK_RECIPE_PUBLISHERS = ("bartowski/", "TheBloke/", "lmstudio-community/", "unsloth/")
 
 
-class SizeCheck(BaseModel):
+class SizeCheck(Record):
     model_id: str
     quant: str
     published_bytes: int

@@ -6,14 +6,13 @@ without rendering anything.
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import device_compute_bytes, kv_total_bytes, weights_layout
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.paths import Verdict
 from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text

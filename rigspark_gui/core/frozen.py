@@ -1,10 +1,9 @@
-"""The base of the engine's records: immutable, strict about unknown fields, and
-validators built on first use (start-up pays only for the records it uses)."""
+"""The base of the engine's records: immutable and strict about unknown fields."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from rigspark_gui.core.record import ConfigDict, Record
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+class Frozen(Record):
+    model_config = ConfigDict(frozen=True, extra="forbid")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field, model_validator
-
 from rigspark_gui.core.errors import InvalidModelError
 from rigspark_gui.core.frozen import Frozen
 from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
 from rigspark_gui.core.quality import QuantQuality
+from rigspark_gui.core.record import Field, model_validator
 
 __all__ = [
     "Checkpoint",

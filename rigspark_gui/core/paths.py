@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple, Protocol, TypeVar
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.memory import (
     WeightsLayout,
@@ -41,6 +39,7 @@ from rigspark_gui.core.placement import (
     uniform_placement,
 )
 from rigspark_gui.core.quality import QuantQuality
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from itertools import product
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
@@ -26,6 +24,7 @@ from rigspark_gui.core.paths import (
     recommended_placement,
 )
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
 from rigspark_gui.core.serving_paths import serving_loads, serving_paths

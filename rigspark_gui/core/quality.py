@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pydantic import Field
-
 from rigspark_gui.core.frozen import Frozen
+from rigspark_gui.core.record import Field
 
 FULL_PRECISION = frozenset({"F32", "F16", "BF16"})
 # words for a KL divergence, with the upper bound of each (llama.cpp's Llama 3 8B

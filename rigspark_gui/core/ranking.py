@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-
-from pydantic import Field
+from typing import Any
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
@@ -23,6 +22,7 @@ from rigspark_gui.core.paths import (
     search_path,
 )
 from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving_paths import serving_paths
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
@@ -102,7 +102,7 @@ def rank_model(
     settings = s
     if ctx != s.context or s.quant is not None:
         settings = s.model_copy(update={"context": ctx, "quant": None})
-    base = {
+    base: dict[str, Any] = {
         "model_id": spec.id,
         "name": spec.name,
         "family": spec.family,
@@ -153,7 +153,7 @@ def _rank_serving(
     rig: Rig,
     s: PlanSettings,
     speed: SpeedModel,
-    base: dict[str, object],
+    base: dict[str, Any],
     capped: bool,
 ) -> RankedModel:
     """vLLM and SGLang: the serving plan's recommendation (checkpoint formats)."""

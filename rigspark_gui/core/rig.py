@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from rigspark_gui.core.record import ConfigDict, Field, Record, model_validator
 
 RIG_SCHEMA_VERSION = 1
 GIB = 1 << 30
@@ -36,13 +36,13 @@ class Vendor(StrEnum):
     OTHER = "other"
 
 
-class Provenance(BaseModel):
+class Provenance(Record):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     basis: Basis
     source: str = Field(default="", description="where a spec figure comes from, or why unknown")
 
 
-class DeviceSpec(BaseModel):
+class DeviceSpec(Record):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     provenance: dict[str, Provenance] = Field(default_factory=dict)
 
@@ -144,7 +144,7 @@ _NETWORK: dict[NetworkPreset, tuple[str, float, float]] = {
 }
 
 
-class Network(BaseModel):
+class Network(Record):
     """The link between a rig's hosts: a preset, or figures of its own (which win)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -175,7 +175,7 @@ class Network(BaseModel):
         return self.preset.label
 
 
-class Host(BaseModel):
+class Host(Record):
     """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -187,7 +187,7 @@ class Host(BaseModel):
     cpu: Cpu = Field(default_factory=Cpu)
 
 
-class Rig(BaseModel):
+class Rig(Record):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     schema_version: int = RIG_SCHEMA_VERSION
     name: str = Field(default="", max_length=200)

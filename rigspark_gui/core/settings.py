@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field, model_validator
-
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import Frozen
+from rigspark_gui.core.record import Field, model_validator
 
 MAX_CONTEXT = 1 << 24  # 16 M tokens: beyond any model's trained context
 KV_PAD = 256  # llama.cpp pads the KV cache size to a multiple of 256 cells
@@ -184,9 +183,8 @@ class PlanSettings(Frozen):
 
 def make_settings(**values: object) -> PlanSettings:
     """PlanSettings from loose values, raising the user-facing InvalidSettingsError."""
-    from pydantic import ValidationError
-
     from rigspark_gui.core.errors import validation_message
+    from rigspark_gui.core.record import ValidationError
 
     try:
         return PlanSettings.model_validate(values)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import Field
-
 from rigspark_gui.core.frozen import Frozen
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.quality import QualityTable, QuantQuality
 from rigspark_gui.core.ranking import rank_model
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import GIB, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel

@@ -10,8 +10,7 @@ The limit can be raised with `sysctl iogpu.wired_limit_mb`, which we do not read
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from rigspark_gui.core.record import ConfigDict, Record
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 from rigspark_gui.hardware.command import CommandRunner, run_command
 
@@ -20,7 +19,7 @@ LARGE_FRACTION = 0.75
 SMALL_FRACTION = 2 / 3
 
 
-class AppleProbeResult(BaseModel):
+class AppleProbeResult(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     gpu: Gpu | None = None
     chip: str | None = None

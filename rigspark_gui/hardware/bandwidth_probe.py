@@ -16,8 +16,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pydantic import BaseModel, ConfigDict
-
+from rigspark_gui.core.record import ConfigDict, Record
 from rigspark_gui.core.rig import MIB, Basis, Provenance
 
 MIN_BUFFER_BYTES = 512 * MIB
@@ -31,7 +30,7 @@ BUSY_CPU_PERCENT = 40.0
 MAX_SPREAD = 0.25
 
 
-class BandwidthResult(BaseModel):
+class BandwidthResult(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     bandwidth_gbps: float  # median of the timed runs
     buffer_bytes: int

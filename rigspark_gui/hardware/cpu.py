@@ -6,8 +6,8 @@ import platform
 from pathlib import Path
 
 import psutil
-from pydantic import BaseModel, ConfigDict, Field
 
+from rigspark_gui.core.record import ConfigDict, Field, Record
 from rigspark_gui.core.rig import Basis, Cpu, Provenance
 from rigspark_gui.hardware.command import CommandRunner, run_command
 
@@ -15,7 +15,7 @@ _PSUTIL = Provenance(basis=Basis.MEASURED, source="psutil")
 _SYSCTL_TIMEOUT_S = 2.0
 
 
-class CpuProbeResult(BaseModel):
+class CpuProbeResult(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     cpu: Cpu
     ram_total_bytes: int | None = None

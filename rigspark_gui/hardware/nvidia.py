@@ -12,8 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from rigspark_gui.core.record import ConfigDict, Field, Record
 from rigspark_gui.core.rig import Basis, Gpu, Provenance, Vendor
 
 NVML_NOT_FOUND_NOTE = "no NVIDIA GPUs (NVML not found)"
@@ -46,7 +45,7 @@ def memory_bandwidth_gbps(bus_width_bits: int, memory_clock_mhz: float) -> float
     return bus_width_bits / 8 * memory_clock_mhz * 1e6 * 2 / 1e9
 
 
-class NvidiaDevice(BaseModel):
+class NvidiaDevice(Record):
     """One NVML device with everything NVML told us, including what `Gpu` cannot hold."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,7 +87,7 @@ class NvidiaDevice(BaseModel):
         )
 
 
-class NvidiaProbeResult(BaseModel):
+class NvidiaProbeResult(Record):
     model_config = ConfigDict(frozen=True, extra="forbid")
     devices: tuple[NvidiaDevice, ...] = ()
     driver_version: str | None = None

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import InvalidRigError, InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import (
@@ -37,6 +35,7 @@ from rigspark_gui.core.placement import (
     device_loads,
     fit_by_ngl,
 )
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill

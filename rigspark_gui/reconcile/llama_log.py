@@ -25,10 +25,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model_spec import Frozen
+from rigspark_gui.core.record import Field
 
 MIB = 1 << 20
 MAX_LOG_BYTES = 64 * MIB

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import Field, ValidationError
-
 from rigspark_gui.core.chart_spec import (
     FitChart,
     KvChart,
@@ -27,6 +25,7 @@ from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
+from rigspark_gui.core.record import Field, ValidationError
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings

@@ -314,7 +314,7 @@ def test_compute_capability_compares_as_numbers() -> None:
 
 
 def test_rigs_refuse_names_that_would_break_a_script_line() -> None:
-    from pydantic import ValidationError
+    from rigspark_gui.core.record import ValidationError
 
     with pytest.raises(ValidationError):
         Host(name="box2\ntouch /tmp/x #")

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.record import ValidationError
 from rigspark_gui.reconcile import (
     MAX_LOG_BYTES,
     BufferKind,

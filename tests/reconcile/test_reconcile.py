@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from rigspark_gui.catalog.models import load_entry
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.errors import InvalidRigError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.record import ValidationError
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel

@@ -19,11 +19,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from pydantic import Field
-
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import Frozen, ModelSpec
 from rigspark_gui.core.placement import CPU, INPUT, DeviceLoad, Placement, llama_cpp_slots
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS, ServingPlan
 from rigspark_gui.core.settings import PlanSettings

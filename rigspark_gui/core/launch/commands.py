@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch.cluster import rpc_launch
@@ -43,6 +41,7 @@ from rigspark_gui.core.placement import (
     gpu_device,
     llama_base,
 )
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
 

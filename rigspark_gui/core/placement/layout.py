@@ -15,8 +15,6 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
-from pydantic import Field
-
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.memory import (
     RepackBytes,
@@ -28,6 +26,7 @@ from rigspark_gui.core.memory import (
     pipeline_copies,
 )
 from rigspark_gui.core.model_spec import Frozen, Geometry
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 

@@ -3,9 +3,8 @@ throughput grows with concurrent users."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from rigspark_gui.core.frozen import Frozen
+from rigspark_gui.core.record import Field
 
 
 class GpuBudget(Frozen):

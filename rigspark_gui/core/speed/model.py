@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
-
 from rigspark_gui.core.model_spec import Frozen
+from rigspark_gui.core.record import Field
 from rigspark_gui.core.settings import GpuBackend
 
 __all__ = ["GpuBackend"]
