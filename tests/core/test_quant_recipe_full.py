@@ -321,3 +321,44 @@ def test_shapes_context_70b() -> None:
     g65 = g70.model_copy(update={"n_head_kv": 64})  # LLaMA-1 65B: no grouped KV heads
     assert not _shapes(g65)[1].is_70b
     assert not _shapes(LLAMA_31_8B)[1].is_70b
+
+
+def _tensor_by_tensor(g, ftype):  # type: ignore[no-untyped-def]
+    """The recipe asked once per tensor, as llama-quantize walks the file."""
+    from rigspark_gui.core.memory.quant_recipe import choose_type, quantizable
+    from rigspark_gui.core.memory.weights import _shapes
+
+    raw, ctx = _shapes(g)
+    i_wv = i_down = 0
+    out = []
+    for name, shape, _group, layer in raw:
+        t = "F32"
+        if quantizable(name, len(shape)):
+            t = choose_type(ftype, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, layer)
+        i_wv += "attn_v.weight" in name
+        i_down += "ffn_down" in name
+        out.append((name, t))
+    return out
+
+
+@pytest.mark.parametrize("model_id", ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "gemma-3-27b-it"])
+def test_asking_once_per_kind_of_tensor_gives_every_tensor_its_type(model_id: str) -> None:
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.memory.quant_recipe import FTYPE_DEFAULT
+    from rigspark_gui.core.memory.weights import _synth_rows
+
+    g = load_catalog().find(model_id).geometry
+    for ftype in FTYPE_DEFAULT:
+        fast = [(r.name, r.type) for r in _synth_rows(g, ftype)]
+        assert fast == _tensor_by_tensor(g, ftype), ftype
+
+
+@pytest.mark.parametrize("model_id", ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "gemma-3-27b-it"])
+def test_a_layout_summed_as_types_are_chosen_equals_one_from_the_tensor_list(model_id: str) -> None:
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.memory.weights import _layout_from_rows, _synth_layout, _synth_rows
+
+    spec = load_catalog().find(model_id).to_spec()
+    for quant in spec.quants:
+        rows = _synth_rows(spec.geometry, quant)
+        assert _synth_layout(spec.geometry, quant) == _layout_from_rows(spec.geometry, rows, quant)

@@ -8,7 +8,7 @@ them) and typed with llama-quantize's recipe (`quant_recipe`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -18,6 +18,7 @@ from rigspark_gui.core.memory.quant_recipe import (
     FTYPE_ALIASES,
     FTYPE_DEFAULT,
     RecipeContext,
+    canonical_ftype,
     choose_type,
     quantizable,
 )
@@ -184,25 +185,79 @@ def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
     return tuple(raw), ctx
 
 
-@lru_cache(maxsize=64)  # a layout and its CPU repack read the same rows, one after the other
-def _synth_rows(g: Geometry, ftype: str) -> tuple[_Row, ...]:
-    raw, ctx = _shapes(g)
-    i_wv = i_down = 0
-    rows: list[_Row] = []
+# A tensor's recipe input: (name, shape, group, layer, name within its block, elements,
+# quantizable, an attn_v, an ffn_down, an ffn_gate/ffn_up).
+_Recipe = tuple[str, tuple[int, ...], TensorGroup, int | None, str, int, bool, bool, bool, bool]
+
+
+@lru_cache(maxsize=512)
+def _recipe_rows(g: Geometry) -> tuple[_Recipe, ...]:
+    raw, _ = _shapes(g)
+    out = []
     for name, shape, group, layer in raw:
-        if quantizable(name, len(shape)):
-            t = choose_type(ftype, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, layer)
+        suffix = name.split(".", 2)[2] if layer is not None and name.startswith("blk.") else name
+        out.append(
+            (
+                name,
+                shape,
+                group,
+                layer,
+                suffix,
+                math.prod(shape),
+                quantizable(name, len(shape)),
+                "attn_v.weight" in name,
+                "ffn_down" in name,
+                "ffn_gate" in name or "ffn_up" in name,
+            )
+        )
+    return tuple(out)
+
+
+def _synth_types(g: Geometry, ftype: str) -> Iterator[tuple[_Recipe, str, int]]:
+    """llama-quantize's type and bytes for every tensor. Blocks repeat: a tensor's type
+    depends on its layer only for attn_v (by count), ffn_down (by count or layer) and,
+    under IQ3_XS, ffn_gate/ffn_up (by layer); every other tensor of a kind is asked
+    about once."""
+    _, ctx = _shapes(g)
+    gate_up_by_layer = canonical_ftype(ftype) == "IQ3_XS"
+    chosen: dict[tuple[object, ...], str] = {}
+    sizes: dict[tuple[str, int], int] = {}
+    i_wv = i_down = 0
+    for row in _recipe_rows(g):
+        name, shape, _, layer, suffix, n, quant, wv, down, gate_up = row
+        if quant:
+            three = len(shape) == 3
+            if wv:
+                key: tuple[object, ...] = (suffix, shape[0], three, i_wv)
+            elif down:
+                key = (suffix, shape[0], three, i_down, layer)
+            elif gate_up and gate_up_by_layer:
+                key = (suffix, shape[0], three, layer)
+            else:
+                key = (suffix, shape[0], three)
+            t = chosen.get(key)
+            if t is None:
+                t = chosen[key] = choose_type(
+                    ftype, name, shape[0], three, ctx, i_wv, i_down, layer
+                )
         else:
             t = "F32"
-        if "attn_v.weight" in name:
+        if wv:
             i_wv += 1
-        if "ffn_down" in name:
+        if down:
             i_down += 1
-        n = 1
-        for d in shape:
-            n *= d
-        rows.append(_Row(name, t, shape, group, layer, "_exps" in name, n, row_bytes(t, n)))
-    return tuple(rows)
+        size = sizes.get((t, n))
+        if size is None:
+            size = sizes[(t, n)] = row_bytes(t, n)
+        yield row, t, size
+
+
+@lru_cache(maxsize=64)  # a layout and its CPU repack read the same rows, one after the other
+def _synth_rows(g: Geometry, ftype: str) -> tuple[_Row, ...]:
+    return tuple(
+        _Row(r[0], t, r[1], r[2], r[3], "_exps" in r[0], r[5], size)
+        for r, t, size in _synth_types(g, ftype)
+    )
 
 
 def synthesize_tensors(g: Geometry, ftype: str) -> tuple[TensorInfo, ...]:
@@ -324,7 +379,38 @@ def _layout_from_rows(g: Geometry, rows: Sequence[_Row], quant: str) -> WeightsL
 
 @lru_cache(maxsize=4096)
 def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
-    return _layout_from_rows(g, _synth_rows(g, quant), quant)
+    """`_layout_from_rows` of the synthesized tensors, summed as they are chosen (no row
+    objects; parameters counted once per model, as they do not depend on the type)."""
+    blocks = [0] * g.n_layer
+    experts = [0] * g.n_layer
+    input_b = output_b = embd = 0
+    types: dict[str, int] = {}
+    for (name, _, group, layer, *_rest), t, size in _synth_types(g, quant):
+        b = -(-size // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+        types[t] = types.get(t, 0) + size
+        if group is TensorGroup.INPUT:
+            input_b += b
+            if name == "token_embd.weight":
+                embd = b
+        elif group is TensorGroup.OUTPUT or layer is None:
+            output_b += b
+        else:
+            blocks[layer] += b
+            if "_exps" in name:
+                experts[layer] += b
+    params = _synth_param_count(g)
+    return WeightsLayout(
+        quant=quant,
+        input_bytes=input_b,
+        output_bytes=output_b,
+        tied_head_bytes=embd if g.tied_embeddings else 0,
+        block_bytes=tuple(blocks),
+        block_expert_bytes=tuple(experts),
+        expert_fraction_active=g.n_expert_used / g.n_expert if g.n_expert else 1.0,
+        n_params=params.total,
+        n_active_params=params.active,
+        tensor_types=types,
+    )
 
 
 # a model's layouts by quantization, kept with the (immutable) spec itself
