@@ -156,24 +156,26 @@ class _Row(NamedTuple):
 _Shapes = tuple[tuple[str, tuple[int, ...], TensorGroup, int | None], ...]
 
 
+def _global_tensors(g: Geometry) -> _Shapes:
+    """The tensors outside the blocks: token table first, output norm and head last."""
+    head = () if g.tied_embeddings else (("output.weight", (g.n_embd, g.n_vocab)),)
+    return (
+        ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None),
+        ("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None),
+        *((n, s, TensorGroup.OUTPUT, None) for n, s in head),
+    )
+
+
 @lru_cache(maxsize=512)
-def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
-    """Every tensor's name, shape, group and layer (the same at every quantization), and
-    what the quantization recipe needs to know about the model."""
-    raw: list[tuple[str, tuple[int, ...], TensorGroup, int | None]] = [
-        ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None)
-    ]
-    for il in range(g.n_layer):
-        raw += [(n, s, TensorGroup.BLOCK, il) for n, s in _block_tensors(g, il)]
-    raw.append(("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None))
-    if not g.tied_embeddings:
-        raw.append(("output.weight", (g.n_embd, g.n_vocab), TensorGroup.OUTPUT, None))
+def _recipe_context(g: Geometry) -> RecipeContext:
+    """What the quantization recipe needs to know about the model."""
+    kinds, of_layer = _block_kinds(g)
     kv0 = g.kv_heads(0) if g.n_layer else g.n_head_kv
-    ctx = RecipeContext(
+    return RecipeContext(
         architecture=g.architecture,
         n_gqa=g.n_head // kv0 if kv0 else 0,  # hparams.n_gqa(): layer 0, 0 without KV heads
         n_expert=g.n_expert,
-        n_attention_wv=sum(1 for n, *_ in raw if "attn_v.weight" in n),
+        n_attention_wv=sum(t.attn_v for k in of_layer for t in kinds[k]),
         # llama.cpp takes n_layer, not the ffn_down count (MoE blocks with a shared
         # expert hold two ffn_down tensors)
         n_ffn_down=g.n_layer,
@@ -182,7 +184,17 @@ def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
         and (g.architecture == "qwen2" or (g.architecture == "llama" and kv0 != g.n_head)),
         has_output=not g.tied_embeddings,
     )
-    return tuple(raw), ctx
+
+
+@lru_cache(maxsize=512)
+def _shapes(g: Geometry) -> tuple[_Shapes, RecipeContext]:
+    """Every tensor's name, shape, group and layer in file order (the same at every
+    quantization), and the recipe's view of the model."""
+    first, *last = _global_tensors(g)
+    raw: list[tuple[str, tuple[int, ...], TensorGroup, int | None]] = [first]
+    for il in range(g.n_layer):
+        raw += [(n, s, TensorGroup.BLOCK, il) for n, s in _block_tensors(g, il)]
+    return (*raw, *last), _recipe_context(g)
 
 
 # A tensor's recipe input: (name, shape, group, layer, name within its block, elements,
@@ -377,27 +389,122 @@ def _layout_from_rows(g: Geometry, rows: Sequence[_Row], quant: str) -> WeightsL
     )
 
 
+class _BlockTensor(NamedTuple):
+    """One tensor of a kind of block, named without its layer (the recipe reads names
+    only for what they contain)."""
+
+    name: str
+    ne0: int
+    three: bool  # 3-D: stacked experts
+    n: int
+    quantizable: bool
+    expert: bool
+    attn_v: bool
+    ffn_down: bool
+    gate_up: bool
+
+
+@lru_cache(maxsize=512)
+def _block_kinds(g: Geometry) -> tuple[tuple[tuple[_BlockTensor, ...], ...], tuple[int, ...]]:
+    """Each kind of block's tensors (layers differ only by recurrence, KV heads and MoE)
+    and every layer's kind."""
+    kinds: dict[tuple[bool, int, bool], int] = {}
+    tensors: list[tuple[_BlockTensor, ...]] = []
+    of_layer: list[int] = []
+    for il in range(g.n_layer):
+        key = (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il))
+        k = kinds.get(key)
+        if k is None:
+            k = kinds[key] = len(tensors)
+            block = []
+            for name, shape in _block_tensors(g, il):
+                short = name.split(".", 2)[2]
+                block.append(
+                    _BlockTensor(
+                        short,
+                        shape[0],
+                        len(shape) == 3,
+                        math.prod(shape),
+                        quantizable(name, len(shape)),
+                        "_exps" in short,
+                        "attn_v.weight" in short,
+                        "ffn_down" in short,
+                        "ffn_gate" in short or "ffn_up" in short,
+                    )
+                )
+            tensors.append(tuple(block))
+        of_layer.append(k)
+    return tuple(tensors), tuple(of_layer)
+
+
+def _padded(n: int) -> int:
+    return -(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+
+
 @lru_cache(maxsize=4096)
 def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
-    """`_layout_from_rows` of the synthesized tensors, summed as they are chosen (no row
-    objects; parameters counted once per model, as they do not depend on the type)."""
-    blocks = [0] * g.n_layer
-    experts = [0] * g.n_layer
-    input_b = output_b = embd = 0
+    """`_layout_from_rows` of the synthesized tensors without walking them one by one:
+    a kind of block is typed once, and only the tensors whose type llama-quantize
+    chooses by layer (attn_v and ffn_down by count or layer; ffn_gate/ffn_up by layer
+    under IQ3_XS) are typed per layer. Parameters do not depend on the type."""
+    ctx = _recipe_context(g)
+    kinds, of_layer = _block_kinds(g)
+    gate_up_by_layer = canonical_ftype(quant) == "IQ3_XS"
     types: dict[str, int] = {}
-    for (name, _, group, layer, *_rest), t, size in _synth_types(g, quant):
-        b = -(-size // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
-        types[t] = types.get(t, 0) + size
+    fixed: list[tuple[int, int]] = []  # per kind: padded bytes, of which routed experts
+    varying: list[tuple[_BlockTensor, ...]] = []
+    uses = [0] * len(kinds)
+    for k in of_layer:
+        uses[k] += 1
+    for k, block in enumerate(kinds):
+        total = experts = 0
+        per_layer = []
+        for t in block:
+            if t.quantizable and (t.attn_v or t.ffn_down or (t.gate_up and gate_up_by_layer)):
+                per_layer.append(t)
+                continue
+            kind = (
+                choose_type(quant, t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
+            )
+            size = row_bytes(kind, t.n)
+            types[kind] = types.get(kind, 0) + size * uses[k]
+            total += _padded(size)
+            if t.expert:
+                experts += _padded(size)
+        fixed.append((total, experts))
+        varying.append(tuple(per_layer))
+    blocks = [0] * g.n_layer
+    block_experts = [0] * g.n_layer
+    i_wv = i_down = 0
+    for il, k in enumerate(of_layer):
+        total, experts = fixed[k]
+        for t in varying[k]:
+            kind = choose_type(quant, t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+            size = row_bytes(kind, t.n)
+            types[kind] = types.get(kind, 0) + size
+            total += _padded(size)
+            if t.expert:
+                experts += _padded(size)
+            i_wv += t.attn_v
+            i_down += t.ffn_down
+        blocks[il] = total
+        block_experts[il] = experts
+    input_b = output_b = embd = 0
+    for name, shape, group, _ in _global_tensors(g):
+        n = math.prod(shape)
+        kind = (
+            choose_type(quant, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, None)
+            if quantizable(name, len(shape))
+            else "F32"
+        )
+        size = row_bytes(kind, n)
+        types[kind] = types.get(kind, 0) + size
         if group is TensorGroup.INPUT:
-            input_b += b
+            input_b += _padded(size)
             if name == "token_embd.weight":
-                embd = b
-        elif group is TensorGroup.OUTPUT or layer is None:
-            output_b += b
+                embd = _padded(size)
         else:
-            blocks[layer] += b
-            if "_exps" in name:
-                experts[layer] += b
+            output_b += _padded(size)
     params = _synth_param_count(g)
     return WeightsLayout(
         quant=quant,
@@ -405,7 +512,7 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         output_bytes=output_b,
         tied_head_bytes=embd if g.tied_embeddings else 0,
         block_bytes=tuple(blocks),
-        block_expert_bytes=tuple(experts),
+        block_expert_bytes=tuple(block_experts),
         expert_fraction_active=g.n_expert_used / g.n_expert if g.n_expert else 1.0,
         n_params=params.total,
         n_active_params=params.active,
