@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 EXIT_FITS, EXIT_NO_FIT, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 PROG = "rigspark-plan"
+# The ids `models --local` prints: `ollama:TAG` and the like (local_models._ID_PREFIX).
+LOCAL_ID_PREFIXES = frozenset({"ollama", "lmstudio", "hfcache", "llamacpp"})
 
 
 class UsageError(Exception):
@@ -181,83 +183,126 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Will this LLM run on this machine, and how fast?")
-    from rigspark_gui.identity import APP_VERSION
-
-    parser.add_argument("--version", action="version", version=f"{PROG} {APP_VERSION}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p_plan = sub.add_parser("plan", help="every path's fit, shortfall and speed")
-    _add_model_args(p_plan)
-    p_plan.add_argument(
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    _add_model_args(p)
+    p.add_argument(
         "--kv-compare",
         choices=("none", "common", "all"),
         default="common",
         help="KV precision comparison rows (default: common pairs)",
     )
-    p_place = sub.add_parser("place", help="per-layer placement and per-device loads")
-    _add_model_args(p_place)
-    p_place.add_argument("--ngl", type=_non_negative, help="llama.cpp -ngl (default: the plan's)")
-    p_place.add_argument("--tensor-split", type=_split, help="llama.cpp --tensor-split, e.g. 3,1")
-    p_rank = sub.add_parser(
-        "rank", help="every catalog model on this rig: what fits, best first, and how fast"
-    )
-    _add_setting_args(p_rank)
-    p_rank.add_argument("--family", help="only this family (substring)")
-    p_rank.set_defaults(quant=None)
-    p_models = sub.add_parser("models", help="list the catalog")
-    p_models.add_argument("--json", action="store_true")
-    p_models.add_argument("--family", help="only this family (substring)")
-    p_models.add_argument(
+
+
+def _place_args(p: argparse.ArgumentParser) -> None:
+    _add_model_args(p)
+    p.add_argument("--ngl", type=_non_negative, help="llama.cpp -ngl (default: the plan's)")
+    p.add_argument("--tensor-split", type=_split, help="llama.cpp --tensor-split, e.g. 3,1")
+
+
+def _rank_args(p: argparse.ArgumentParser) -> None:
+    _add_setting_args(p)
+    p.add_argument("--family", help="only this family (substring)")
+    p.set_defaults(quant=None)
+
+
+def _models_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--family", help="only this family (substring)")
+    p.add_argument(
         "--local",
         action="store_true",
         help="the models on this computer (Ollama, LM Studio, Hugging Face and llama.cpp "
         "caches), each read from its file's header",
     )
-    p_models.add_argument(
+    p.add_argument(
         "--folder", type=Path, action="append", default=[], help="also look in this folder"
     )
-    p_detect = sub.add_parser("detect", help="detect this machine and print the rig")
-    p_detect.add_argument("--json", action="store_true")
-    p_detect.add_argument("--bandwidth", action="store_true", help="also measure RAM bandwidth")
-    p_cal = sub.add_parser(
-        "calibrate",
-        help="time llama.cpp on this machine and use its speeds from now on",
-        description="Writes a small synthetic model, quantizes it, times llama.cpp on the "
-        "CPU and each GPU, and keeps measured / predicted for later plans. Needs llama-bench "
-        "(and llama-quantize) on PATH, or a Python with llama-cpp-python; installs nothing.",
-    )
-    p_cal.add_argument("--llama-bench", type=Path, metavar="PATH", help="llama-bench to use")
-    p_cal.add_argument(
+
+
+def _detect_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--bandwidth", action="store_true", help="also measure RAM bandwidth")
+
+
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llama-bench", type=Path, metavar="PATH", help="llama-bench to use")
+    p.add_argument(
         "--llama-python", type=Path, metavar="PATH", help="a Python that has llama-cpp-python"
     )
-    p_cal.add_argument(
+    p.add_argument(
         "--quants",
         type=_quant_list,
         default=None,
         help="quantizations to time (default: Q4_K_M,Q8_0,Q4_0)",
     )
-    p_cal.add_argument("--json", action="store_true")
-    p_gpus = sub.add_parser("gpus", help="list the GPU database")
-    p_gpus.add_argument("--json", action="store_true")
-    p_export = sub.add_parser("export", help="write a plan report (html, pdf, md, json)")
-    _add_model_args(p_export)
-    p_export.add_argument("--format", choices=("html", "pdf", "md", "json"), default="html")
-    p_export.add_argument("-o", "--output", type=Path, required=True)
-    p_rec = sub.add_parser(
-        "reconcile",
-        help="predicted vs actual: what llama.cpp allocated per device in its log, "
+    p.add_argument("--json", action="store_true")
+
+
+def _gpus_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def _export_args(p: argparse.ArgumentParser) -> None:
+    _add_model_args(p)
+    p.add_argument("--format", choices=("html", "pdf", "md", "json"), default="html")
+    p.add_argument("-o", "--output", type=Path, required=True)
+
+
+def _reconcile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("log", type=Path, metavar="LOG")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--model", metavar="NAME", help="the model (default: the log's file)")
+    source.add_argument("--model-file", metavar="PATH", type=Path)
+    p.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
+    p.add_argument("--json", action="store_true")
+
+
+# command -> (what `--help` says of it, its own description, the flags it takes)
+_SUBCOMMANDS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None]]] = {
+    "plan": ("every path's fit, shortfall and speed", None, _plan_args),
+    "place": ("per-layer placement and per-device loads", None, _place_args),
+    "rank": (
+        "every catalog model on this rig: what fits, best first, and how fast",
+        None,
+        _rank_args,
+    ),
+    "models": ("list the catalog", None, _models_args),
+    "detect": ("detect this machine and print the rig", None, _detect_args),
+    "calibrate": (
+        "time llama.cpp on this machine and use its speeds from now on",
+        "Writes a small synthetic model, quantizes it, times llama.cpp on the CPU and each "
+        "GPU, and keeps measured / predicted for later plans. Needs llama-bench (and "
+        "llama-quantize) on PATH, or a Python with llama-cpp-python; installs nothing.",
+        _calibrate_args,
+    ),
+    "gpus": ("list the GPU database", None, _gpus_args),
+    "export": ("write a plan report (html, pdf, md, json)", None, _export_args),
+    "reconcile": (
+        "predicted vs actual: what llama.cpp allocated per device in its log, "
         "against RigSpark's plan for the same settings",
-        description="Reads a llama.cpp / llama-server / llama-cli load log, an Ollama server "
-        "log or llama-bench output (text, JSON, CSV), plans the settings it shows and prints "
-        "each buffer per device, predicted and actual, with why they differ.",
-    )
-    p_rec.add_argument("log", type=Path, metavar="LOG")
-    rec_src = p_rec.add_mutually_exclusive_group()
-    rec_src.add_argument("--model", metavar="NAME", help="the model (default: the log's file)")
-    rec_src.add_argument("--model-file", metavar="PATH", type=Path)
-    p_rec.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
-    p_rec.add_argument("--json", action="store_true")
+        "Reads a llama.cpp / llama-server / llama-cli load log, an Ollama server log or "
+        "llama-bench output (text, JSON, CSV), plans the settings it shows and prints each "
+        "buffer per device, predicted and actual, with why they differ.",
+        _reconcile_args,
+    ),
+}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: every command is listed, and only the one `argv` names gets
+    its flags (building all of them is a tenth of a plan's start-up); with no command
+    named, all of them."""
+    parser = _Parser(prog=PROG, description="Will this LLM run on this machine, and how fast?")
+    from rigspark_gui.identity import APP_VERSION
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {APP_VERSION}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    named = next((a for a in argv or () if not a.startswith("-")), None)
+    everything = named not in _SUBCOMMANDS
+    for name, (summary, description, add_args) in _SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=summary, description=description)
+        if everything or name == named:
+            add_args(p)
     return parser
 
 
@@ -280,12 +325,14 @@ def load_model(args: argparse.Namespace) -> ModelSpec:
     ):
         return _remote_model(args)
     if args.model is not None:
-        from rigspark_gui.catalog.local_models import find_by_id
         from rigspark_gui.catalog.models import resolve_model
 
-        local = find_by_id(args.model)  # ollama:TAG and the other ids `models --local` prints
-        if local is not None:
-            return local
+        if args.model.split(":", 1)[0] in LOCAL_ID_PREFIXES:
+            from rigspark_gui.catalog.local_models import find_by_id
+
+            local = find_by_id(args.model)  # ollama:TAG and the other ids `models --local` prints
+            if local is not None:
+                return local
         found = resolve_model(args.model)
         if found.quant is not None and getattr(args, "quant", None) is None:
             # the quantization named in the model ("llama3.1:8b-instruct-q4_K_M")
@@ -329,11 +376,11 @@ def _remote_model(args: argparse.Namespace) -> ModelSpec:
 
 
 def load_rig_arg(args: argparse.Namespace) -> Rig:
-    db = gpu_database()
     if args.rig is not None:
         from rigspark_gui.catalog.rig_file import load_rig
 
-        return load_rig(args.rig, db)
+        return load_rig(args.rig, gpu_database)  # read only when the rig names GPUs
+    db = gpu_database()
     from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
 
     rig = detect(database=db, timeout_s=5.0)
@@ -758,7 +805,8 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(argv).parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)

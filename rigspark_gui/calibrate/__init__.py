@@ -1,5 +1,7 @@
 """Calibrate the speed model on this machine with llama.cpp itself."""
 
+from typing import TYPE_CHECKING, Any
+
 from rigspark_gui.calibrate.calibration import (
     DEFAULT_QUANTS,
     DeviceRun,
@@ -11,11 +13,13 @@ from rigspark_gui.calibrate.calibration import (
     save_calibration,
     with_local_calibration,
 )
-from rigspark_gui.calibrate.runners import (
-    CalibrationCancelled,
-    CalibrationError,
-    find_runner,
-)
+
+if TYPE_CHECKING:
+    from rigspark_gui.calibrate.runners import (
+        CalibrationCancelled,
+        CalibrationError,
+        find_runner,
+    )
 
 __all__ = [
     "DEFAULT_QUANTS",
@@ -31,3 +35,12 @@ __all__ = [
     "save_calibration",
     "with_local_calibration",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The llama.cpp runners (subprocess and friends) load only when calibrating."""
+    if name in ("CalibrationCancelled", "CalibrationError", "find_runner"):
+        from rigspark_gui.calibrate import runners
+
+        return getattr(runners, name)
+    raise AttributeError(name)

@@ -14,14 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rigspark_gui.calibrate.runners import (
-    N_GEN,
-    N_PROMPT,
-    CalibrationCancelled,
-    CalibrationError,
-    GpuTarget,
-    Runner,
-)
 from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
 from rigspark_gui.core.record import ConfigDict, Field, Record, ValidationError
@@ -37,6 +29,7 @@ from rigspark_gui.core.speed import (
 from rigspark_gui.user_dirs import cache_dir
 
 if TYPE_CHECKING:
+    from rigspark_gui.calibrate.runners import GpuTarget, Runner
     from rigspark_gui.calibrate.synth import Shape
 
 CALIBRATION_NAME = "speed-calibration.json"
@@ -131,6 +124,8 @@ def apply(model: SpeedModel, cal: LocalCalibration | None) -> SpeedModel:
 
 
 def _targets(rig: Rig) -> list[tuple[str, str, GpuTarget | None]]:
+    from rigspark_gui.calibrate.runners import GpuTarget
+
     """The CPU, then each GPU with the variable that shows llama.cpp only it (by the
     vendor's own device index, as detection read it)."""
     out: list[tuple[str, str, GpuTarget | None]] = [(CPU, rig.cpu.name, None)]
@@ -154,6 +149,7 @@ def _targets(rig: Rig) -> list[tuple[str, str, GpuTarget | None]]:
 def _predict(
     path: Path, rig: Rig, device: str, prior: SpeedModel
 ) -> tuple[float | None, float | None]:
+    from rigspark_gui.calibrate.runners import N_GEN, N_PROMPT
     from rigspark_gui.catalog.gguf_import import import_gguf
 
     spec = import_gguf(path)
@@ -181,6 +177,7 @@ def run_calibration(
 ) -> LocalCalibration:
     """Write the synthetic model, quantize it, time it on every device, compare."""
     from rigspark_gui.calibrate import synth  # numpy and gguf: only when calibrating
+    from rigspark_gui.calibrate.runners import CalibrationCancelled, CalibrationError
 
     cancel = cancel or threading.Event()
     quants = quants or DEFAULT_QUANTS

@@ -15,10 +15,9 @@ differ in size, the answer is ambiguous unless Ollama's own default tag settles 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.memory import param_count
@@ -55,8 +54,7 @@ OLLAMA_DEFAULT_SIZE = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     spec: ModelSpec
     quant: str | None  # named in the text: the plan's fixed quantization
     how: str  # what matched, for messages
@@ -105,8 +103,7 @@ def _size_words(spec: ModelSpec) -> set[str]:
     return sizes
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     spec: ModelSpec
     own: tuple[str, ...]  # words of the id: what an extra word costs
     all: frozenset[str]  # every word it can be found by
@@ -189,6 +186,8 @@ def _ambiguous(typed: str, passing: list[_Candidate]) -> CatalogError:
 
 def _unknown(typed: str, query: list[str], cands: list[_Candidate]) -> CatalogError:
     wanted = " ".join(query)
+
+    import difflib  # only for a name that matched nothing
 
     def closeness(c: _Candidate) -> float:
         shared = sum(1 for w in query if w in c.all)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from rigspark_gui.catalog.durable import write_text_atomic
-from rigspark_gui.catalog.gpu_database import GpuDatabase
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import InvalidRigError, validation_message
 from rigspark_gui.core.record import ValidationError
@@ -14,7 +15,15 @@ from rigspark_gui.core.rig import Rig
 MAX_RIG_BYTES = 4 << 20
 
 
-def parse_rig(raw: object, database: GpuDatabase | None, source: str = "rig") -> Rig:
+if TYPE_CHECKING:
+    from rigspark_gui.catalog.gpu_database import GpuDatabase
+
+    Database: TypeAlias = GpuDatabase | Callable[[], GpuDatabase | None] | None
+
+
+def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
+    """A rig from a file's JSON; named GPUs filled from `database` (or from what a loader
+    returns, called only when the rig has GPUs)."""
     if not isinstance(raw, dict):
         raise InvalidRigError(f"{source}: expected a JSON object")
     if "paths" in raw and "model" in raw:
@@ -33,6 +42,8 @@ def parse_rig(raw: object, database: GpuDatabase | None, source: str = "rig") ->
         rig = Rig.model_validate(raw)
     except ValidationError as err:
         raise InvalidRigError(f"{source}: {validation_message(err)}") from None
+    if callable(database):
+        database = database() if rig.gpus else None
     if database is None:
         return rig
     notes = list(rig.notes)
@@ -45,7 +56,7 @@ def parse_rig(raw: object, database: GpuDatabase | None, source: str = "rig") ->
     return rig.model_copy(update={"gpus": tuple(filled), "notes": tuple(notes)})
 
 
-def load_rig(path: Path, database: GpuDatabase | None) -> Rig:
+def load_rig(path: Path, database: Database) -> Rig:
     path = Path(path)
     raw = read_json(path, what="rig file", error=InvalidRigError, max_bytes=MAX_RIG_BYTES)
     return parse_rig(raw, database, path.name)

@@ -31,3 +31,10 @@ def test_cli_process_answers_as_the_in_process_call(capsys) -> None:
         """
     )
     assert json.loads(out) == in_process
+
+
+def test_the_cli_knows_every_local_model_prefix() -> None:
+    from rigspark_gui.catalog.local_models import _ID_PREFIX
+    from rigspark_gui.cli import LOCAL_ID_PREFIXES
+
+    assert set(_ID_PREFIX.values()) - {"file"} == LOCAL_ID_PREFIXES
