@@ -50,7 +50,7 @@ def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str]) -> None
         from rigspark_gui.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
             main({[*argv, "--json"]!r})
-        heavy = {list(HEAVY)!r} + ["rigspark_gui.calibrate.synth", "rigspark_gui.ui",
+        heavy = {list(HEAVY)!r} + ["rigspark_gui.calibrate.synth", "rigspark_gui.ui", "pydantic",
                                    "huggingface_hub", "rigspark_gui.catalog.remote"]
         print(json.dumps({{"loaded": [m for m in heavy if m in sys.modules]}}))
         """
@@ -67,7 +67,7 @@ def test_the_window_paints_before_charts_or_probes_are_imported(tmp_path: Path) 
         from rigspark_gui.ui.main_window import MainWindow
 
         app = QApplication([])
-        later = ["pyqtgraph", "numpy", "gguf", "rigspark_gui.ui.charts", "psutil",
+        later = ["pyqtgraph", "numpy", "gguf", "rigspark_gui.ui.charts", "psutil", "pydantic",
                  "pynvml", "rigspark_gui.hardware.detect"]
         at_import = [m for m in later if m in sys.modules]
         settings = QSettings(os.devnull, QSettings.Format.IniFormat)
