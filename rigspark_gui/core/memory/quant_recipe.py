@@ -17,6 +17,7 @@ an importance matrix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -205,6 +206,42 @@ def _fits(t: str, ne0: int) -> bool:
     return ne0 % GGML_TYPES[t].block_size == 0
 
 
+Chooser = Callable[[str, int, bool, RecipeContext, int, int, "int | None"], str]
+
+
+@lru_cache(maxsize=256)
+def chooser(ftype: str, imatrix: bool | None = None) -> Chooser:
+    """`choose_type` with the file type (and importance matrix) fixed: what the file
+    type means is looked up once, not once per tensor."""
+    ftype = canonical_ftype(ftype)
+    base = FTYPE_DEFAULT[ftype]
+    if not GGML_TYPES[base].quantized:
+        return lambda *_: base  # F32/F16/BF16: every weight as is, no mix
+    uses_imatrix = ftype in IMATRIX_ASSUMED if imatrix is None else imatrix
+    block = {name: t.block_size for name, t in GGML_TYPES.items()}
+
+    def choose(
+        name: str,
+        ne0: int,
+        n_dims_3: bool,
+        ctx: RecipeContext,
+        i_attention_wv: int,
+        i_ffn_down: int,
+        layer: int | None,
+    ) -> str:
+        t = _mix_type(
+            ftype, base, name, ne0, n_dims_3, ctx, i_attention_wv, i_ffn_down, layer, uses_imatrix
+        )
+        if ne0 % block[t] == 0:
+            return t
+        fallback = _FALLBACK.get(t)
+        if fallback is None or ne0 % block[fallback]:
+            return "F16"  # llama.cpp: F16 "due to unusual shape" (or no fallback at all)
+        return fallback
+
+    return choose
+
+
 def choose_type(
     ftype: str,
     name: str,
@@ -222,19 +259,8 @@ def choose_type(
     `i_attention_wv`/`i_ffn_down` count the attn_v/ffn_down tensors before this one in
     llama.cpp's order (by layer). `imatrix`: whether an importance matrix is used;
     None assumes what published files of the type use (IMATRIX_ASSUMED)."""
-    ftype = canonical_ftype(ftype)
-    base = FTYPE_DEFAULT[ftype]
-    if not GGML_TYPES[base].quantized:
-        return base  # F32/F16/BF16: every weight as is, no mix
-    if imatrix is None:
-        imatrix = ftype in IMATRIX_ASSUMED
-    t = _mix_type(ftype, base, name, ne0, n_dims_3, ctx, i_attention_wv, i_ffn_down, layer, imatrix)
-    if _fits(t, ne0):
-        return t
-    fallback = _FALLBACK.get(t)
-    if fallback is None or not _fits(fallback, ne0):
-        return "F16"  # llama.cpp: F16 "due to unusual shape" (or no fallback at all)
-    return fallback
+    choose = chooser(ftype, imatrix)
+    return choose(name, ne0, n_dims_3, ctx, i_attention_wv, i_ffn_down, layer)
 
 
 def _mix_type(

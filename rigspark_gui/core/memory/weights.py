@@ -19,7 +19,7 @@ from rigspark_gui.core.memory.quant_recipe import (
     FTYPE_DEFAULT,
     RecipeContext,
     canonical_ftype,
-    choose_type,
+    chooser,
     quantizable,
 )
 from rigspark_gui.core.model_spec import (
@@ -232,6 +232,7 @@ def _synth_types(g: Geometry, ftype: str) -> Iterator[tuple[_Recipe, str, int]]:
     about once."""
     _, ctx = _shapes(g)
     gate_up_by_layer = canonical_ftype(ftype) == "IQ3_XS"
+    choose = chooser(ftype)
     chosen: dict[tuple[object, ...], str] = {}
     sizes: dict[tuple[str, int], int] = {}
     i_wv = i_down = 0
@@ -249,9 +250,7 @@ def _synth_types(g: Geometry, ftype: str) -> Iterator[tuple[_Recipe, str, int]]:
                 key = (suffix, shape[0], three)
             t = chosen.get(key)
             if t is None:
-                t = chosen[key] = choose_type(
-                    ftype, name, shape[0], three, ctx, i_wv, i_down, layer
-                )
+                t = chosen[key] = choose(name, shape[0], three, ctx, i_wv, i_down, layer)
         else:
             t = "F32"
         if wv:
@@ -450,6 +449,15 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     ctx = _recipe_context(g)
     kinds, of_layer = _block_kinds(g)
     gate_up_by_layer = canonical_ftype(quant) == "IQ3_XS"
+    choose = chooser(quant)
+    sizes: dict[tuple[str, int], int] = {}
+
+    def size_of(kind: str, n: int) -> int:
+        size = sizes.get((kind, n))
+        if size is None:
+            size = sizes[(kind, n)] = row_bytes(kind, n)
+        return size
+
     types: dict[str, int] = {}
     fixed: list[tuple[int, int]] = []  # per kind: padded bytes, of which routed experts
     varying: list[tuple[_BlockTensor, ...]] = []
@@ -463,10 +471,8 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
             if t.quantizable and (t.attn_v or t.ffn_down or (t.gate_up and gate_up_by_layer)):
                 per_layer.append(t)
                 continue
-            kind = (
-                choose_type(quant, t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
-            )
-            size = row_bytes(kind, t.n)
+            kind = choose(t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
+            size = size_of(kind, t.n)
             types[kind] = types.get(kind, 0) + size * uses[k]
             total += _padded(size)
             if t.expert:
@@ -479,8 +485,8 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     for il, k in enumerate(of_layer):
         total, experts = fixed[k]
         for t in varying[k]:
-            kind = choose_type(quant, t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
-            size = row_bytes(kind, t.n)
+            kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+            size = size_of(kind, t.n)
             types[kind] = types.get(kind, 0) + size
             total += _padded(size)
             if t.expert:
@@ -493,7 +499,7 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     for name, shape, group, _ in _global_tensors(g):
         n = math.prod(shape)
         kind = (
-            choose_type(quant, name, shape[0], len(shape) == 3, ctx, i_wv, i_down, None)
+            choose(name, shape[0], len(shape) == 3, ctx, i_wv, i_down, None)
             if quantizable(name, len(shape))
             else "F32"
         )
