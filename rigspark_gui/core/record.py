@@ -498,6 +498,25 @@ def _union(parts: list[Validator], args: tuple[Any, ...]) -> Validator:
     return check
 
 
+# The most common annotations, known without evaluating them in their module.
+_PLAIN_NOTES: dict[str, Any] = {
+    "int": int,
+    "str": str,
+    "float": float,
+    "bool": bool,
+    "int | None": int | None,
+    "str | None": str | None,
+    "float | None": float | None,
+    "bool | None": bool | None,
+    "tuple[str, ...]": tuple[str, ...],
+    "tuple[int, ...]": tuple[int, ...],
+    "tuple[float, ...]": tuple[float, ...],
+    "dict[str, int]": dict[str, int],
+    "dict[str, float]": dict[str, float],
+    "dict[str, str]": dict[str, str],
+}
+
+
 # ---- the record -------------------------------------------------------------------------
 
 
@@ -576,6 +595,8 @@ class Record:
         field_after: dict[str, list[Callable[..., Any]]] = {}
         seen: set[str] = set()
         for base in cls.__mro__:
+            if base is Record or base is object:
+                continue  # Record's own methods carry no validators
             for attr, fn in base.__dict__.items():
                 if attr in seen:
                     continue
@@ -597,9 +618,7 @@ class Record:
         cls.__after__ = tuple(reversed(after))  # a base's checks before its subclass's
         cls.__field_before__ = {k: tuple(v) for k, v in field_before.items()}
         cls.__field_after__ = {k: tuple(v) for k, v in field_after.items()}
-        cls.__post__ = "model_post_init" in {
-            a for b in cls.__mro__ if b is not Record for a in b.__dict__
-        }
+        cls.__post__ = any("model_post_init" in b.__dict__ for b in cls.__mro__ if b is not Record)
 
     # -- building ------------------------------------------------------------------------
 
@@ -623,6 +642,9 @@ class Record:
                     note = notes[name]
                     if not isinstance(note, str):
                         hints[name] = note
+                        continue
+                    if note in _PLAIN_NOTES:
+                        hints[name] = _PLAIN_NOTES[note]
                         continue
                     try:  # our own annotations, written in our modules
                         hints[name] = eval(note, globs, {base.__name__: base})
