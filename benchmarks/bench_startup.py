@@ -6,6 +6,8 @@ Each command runs as a new process, alternating with `python -c pass` from the s
 venv so both see the same machine load; medians and ratios are printed:
 - `rigspark-plan plan --json` (Llama 3.1 8B on examples/rig-cpu-only.json) and
   `rank --json` over the whole catalog;
+- the interpreter importing only the standard modules the CLI cannot do without
+  (argparse, json, pathlib, typing): the floor under any command;
 - local-llmup's `can-run llama3.1:8b --json`, a Node tool that answers the same
   question, when npm can install it (into the user cache, once);
 - the window from launch to its first paint (`RIGSPARK_EXIT_WHEN_PAINTED=1`) against an
@@ -155,8 +157,11 @@ def main() -> None:
                 "--rig", "examples/rig-cpu-only.json", "--json"]  # fmt: skip
         rank = [str(BIN / "rigspark-plan"), "rank", "--rig", "examples/rig-cpu-only.json",
                 "--json"]  # fmt: skip
+        stdlib = [python, "-c", "import argparse, json, pathlib, typing"]
         cases: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: _wall([python, "-c", "pass"], env),
+            # the floor of any CLI written like this one: the standard modules it needs
+            "python: argparse, json, pathlib": lambda: _wall(stdlib, env),
             "rigspark-plan plan --json": lambda: _wall(plan, env),
             "rigspark-plan rank --json": lambda: _wall(rank, env),
         }
