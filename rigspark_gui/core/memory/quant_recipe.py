@@ -206,6 +206,25 @@ def _fits(t: str, ne0: int) -> bool:
     return ne0 % GGML_TYPES[t].block_size == 0
 
 
+def position_facts(
+    ctx: RecipeContext, name: str, i_wv: int, i_down: int, layer: int | None
+) -> tuple[bool, ...]:
+    """Every fact the rules below read from a tensor's position (its attn_v or ffn_down
+    count, its layer): two tensors of a kind with the same facts get the same type.
+    A rule that reads a position another way must be added here; the tests compare
+    layouts typed by these facts with the tensor-by-tensor walk for every catalog model."""
+    if "attn_v.weight" in name:
+        return (i_wv < 2, i_wv < 4, _use_more_bits(i_wv, ctx.n_attention_wv))
+    n = ctx.n_ffn_down
+    if "ffn_down" in name:
+        i = layer if ctx.n_expert > 1 and layer is not None else i_down
+        return (i < n // 16, i < n // 8, _use_more_bits(i, n), i_down < n // 8)
+    if "ffn_gate" in name or "ffn_up" in name:
+        i = layer if layer is not None else 0
+        return (n // 8 <= i < 7 * n // 8,)
+    return ()
+
+
 Chooser = Callable[[str, int, bool, RecipeContext, int, int, "int | None"], str]
 
 

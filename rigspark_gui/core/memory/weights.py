@@ -20,6 +20,7 @@ from rigspark_gui.core.memory.quant_recipe import (
     RecipeContext,
     canonical_ftype,
     chooser,
+    position_facts,
     quantizable,
 )
 from rigspark_gui.core.model_spec import (
@@ -482,10 +483,15 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     blocks = [0] * g.n_layer
     block_experts = [0] * g.n_layer
     i_wv = i_down = 0
+    typed: dict[tuple[object, ...], str] = {}  # by tensor and what its position decides
     for il, k in enumerate(of_layer):
         total, experts = fixed[k]
         for t in varying[k]:
-            kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+            key = (t.name, t.ne0, t.three, position_facts(ctx, t.name, i_wv, i_down, il))
+            known = typed.get(key)
+            if known is None:
+                known = typed[key] = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+            kind = known
             size = size_of(kind, t.n)
             types[kind] = types.get(kind, 0) + size
             total += _padded(size)
