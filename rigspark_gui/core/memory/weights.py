@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rigspark_gui.core.ggml_types import GGML_TYPES, row_bytes
 from rigspark_gui.core.memo import ByIdentity
@@ -483,24 +483,27 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     blocks = [0] * g.n_layer
     block_experts = [0] * g.n_layer
     i_wv = i_down = 0
-    typed: dict[tuple[object, ...], str] = {}  # by tensor and what its position decides
+    # by tensor and what its position decides: (type, bytes, padded bytes, times seen)
+    typed: dict[tuple[int, int, tuple[bool, ...]], list[Any]] = {}
     for il, k in enumerate(of_layer):
         total, experts = fixed[k]
-        for t in varying[k]:
-            key = (t.name, t.ne0, t.three, position_facts(ctx, t.name, i_wv, i_down, il))
-            known = typed.get(key)
-            if known is None:
-                known = typed[key] = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
-            kind = known
-            size = size_of(kind, t.n)
-            types[kind] = types.get(kind, 0) + size
-            total += _padded(size)
+        for j, t in enumerate(varying[k]):
+            key = (k, j, position_facts(ctx, t.name, i_wv, i_down, il))
+            entry = typed.get(key)
+            if entry is None:
+                kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+                size = size_of(kind, t.n)
+                entry = typed[key] = [kind, size, _padded(size), 0]
+            entry[3] += 1
+            total += entry[2]
             if t.expert:
-                experts += _padded(size)
+                experts += entry[2]
             i_wv += t.attn_v
             i_down += t.ffn_down
         blocks[il] = total
         block_experts[il] = experts
+    for kind, size, _, seen in typed.values():
+        types[kind] = types.get(kind, 0) + size * seen
     input_b = output_b = embd = 0
     for name, shape, group, _ in _global_tensors(g):
         n = math.prod(shape)
