@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from rigspark_gui.core.ggml_types import GGML_TYPES, row_bytes
 from rigspark_gui.core.memo import ByIdentity
@@ -437,73 +437,105 @@ def _block_kinds(g: Geometry) -> tuple[tuple[tuple[_BlockTensor, ...], ...], tup
     return tuple(tensors), tuple(of_layer)
 
 
+@lru_cache(maxsize=512)
+def _counts(g: Geometry) -> tuple[int, int]:
+    """attn_v and ffn_down tensors in all blocks (llama.cpp's counts after the last)."""
+    kinds, of_layer = _block_kinds(g)
+    return (
+        sum(t.attn_v for k in of_layer for t in kinds[k]),
+        sum(t.ffn_down for k in of_layer for t in kinds[k]),
+    )
+
+
 def _padded(n: int) -> int:
     return -(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+
+
+def _counted(t: _BlockTensor) -> bool:
+    """A tensor whose type llama-quantize may choose by its position (attn_v and ffn_down
+    by count or layer, ffn_gate/ffn_up by layer)."""
+    return t.quantizable and (t.attn_v or t.ffn_down or t.gate_up)
+
+
+# A group of layers: their kind, and for each counted tensor of the kind, what its
+# position decides and the position (attn_v count, ffn_down count, layer) in the
+# group's first layer.
+_Group = tuple[int, tuple[tuple[tuple[bool, ...], tuple[int, int, int]], ...]]
+
+
+@lru_cache(maxsize=512)
+def _layer_groups(g: Geometry) -> tuple[tuple[_Group, ...], tuple[int, ...]]:
+    """Layers whose tensors get the same types at every file type: the same kind, and
+    the same `position_facts` for each counted tensor. Returns the groups and every
+    layer's group; a model has a handful, however many layers it has."""
+    ctx = _recipe_context(g)
+    kinds, of_layer = _block_kinds(g)
+    index: dict[tuple[object, ...], int] = {}
+    groups: list[_Group] = []
+    of_group: list[int] = []
+    i_wv = i_down = 0
+    for il, k in enumerate(of_layer):
+        counted: list[tuple[tuple[bool, ...], tuple[int, int, int]]] = []
+        for t in kinds[k]:
+            if _counted(t):
+                facts = position_facts(ctx, t.name, i_wv, i_down, il)
+                counted.append((facts, (i_wv, i_down, il)))
+            i_wv += t.attn_v  # llama.cpp counts every attn_v/ffn_down tensor it meets
+            i_down += t.ffn_down
+        key = (k, tuple(f for f, _ in counted))
+        gi = index.get(key)
+        if gi is None:
+            gi = index[key] = len(groups)
+            groups.append((k, tuple(counted)))
+        of_group.append(gi)
+    return tuple(groups), tuple(of_group)
 
 
 @lru_cache(maxsize=4096)
 def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     """`_layout_from_rows` of the synthesized tensors without walking them one by one:
-    a kind of block is typed once, and only the tensors whose type llama-quantize
-    chooses by layer (attn_v and ffn_down by count or layer; ffn_gate/ffn_up by layer
-    under IQ3_XS) are typed per layer. Parameters do not depend on the type."""
+    each group of alike layers (`_layer_groups`) is typed once, for its first layer.
+    Parameters do not depend on the type."""
     ctx = _recipe_context(g)
-    kinds, of_layer = _block_kinds(g)
-    gate_up_by_layer = canonical_ftype(quant) == "IQ3_XS"
+    kinds, _ = _block_kinds(g)
+    groups, of_group = _layer_groups(g)
     choose = chooser(quant)
-    sizes: dict[tuple[str, int], int] = {}
-
-    def size_of(kind: str, n: int) -> int:
-        size = sizes.get((kind, n))
-        if size is None:
-            size = sizes[(kind, n)] = row_bytes(kind, n)
-        return size
-
     types: dict[str, int] = {}
-    fixed: list[tuple[int, int]] = []  # per kind: padded bytes, of which routed experts
-    varying: list[tuple[_BlockTensor, ...]] = []
-    uses = [0] * len(kinds)
-    for k in of_layer:
-        uses[k] += 1
-    for k, block in enumerate(kinds):
+    uses = [0] * len(groups)
+    for gi in of_group:
+        uses[gi] += 1
+    # a tensor's type, bytes and padded bytes: once per kind, or once per kind and
+    # position facts for a counted tensor
+    typed: dict[tuple[object, ...], tuple[str, int, int]] = {}
+    sums: list[tuple[int, int]] = []  # per group: padded bytes of a block, of which experts
+    for gi, (k, counted) in enumerate(groups):
         total = experts = 0
-        per_layer = []
-        for t in block:
-            if t.quantizable and (t.attn_v or t.ffn_down or (t.gate_up and gate_up_by_layer)):
-                per_layer.append(t)
-                continue
-            kind = choose(t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
-            size = size_of(kind, t.n)
-            types[kind] = types.get(kind, 0) + size * uses[k]
-            total += _padded(size)
-            if t.expert:
-                experts += _padded(size)
-        fixed.append((total, experts))
-        varying.append(tuple(per_layer))
-    blocks = [0] * g.n_layer
-    block_experts = [0] * g.n_layer
-    i_wv = i_down = 0
-    # by tensor and what its position decides: (type, bytes, padded bytes, times seen)
-    typed: dict[tuple[int, int, tuple[bool, ...]], list[Any]] = {}
-    for il, k in enumerate(of_layer):
-        total, experts = fixed[k]
-        for j, t in enumerate(varying[k]):
-            key = (k, j, position_facts(ctx, t.name, i_wv, i_down, il))
+        positions = iter(counted)
+        for j, t in enumerate(kinds[k]):
+            if _counted(t):
+                facts, (i_wv, i_down, il) = next(positions)
+                key: tuple[object, ...] = (k, j, facts)
+            else:
+                i_wv = i_down = il = 0
+                key = (k, j)
             entry = typed.get(key)
             if entry is None:
-                kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
-                size = size_of(kind, t.n)
-                entry = typed[key] = [kind, size, _padded(size), 0]
-            entry[3] += 1
-            total += entry[2]
+                kind = (
+                    choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
+                    if t.quantizable
+                    else "F32"
+                )
+                size = row_bytes(kind, t.n)
+                entry = typed[key] = (kind, size, _padded(size))
+            kind, size, padded = entry
+            types[kind] = types.get(kind, 0) + size * uses[gi]
+            total += padded
             if t.expert:
-                experts += entry[2]
-            i_wv += t.attn_v
-            i_down += t.ffn_down
-        blocks[il] = total
-        block_experts[il] = experts
-    for kind, size, _, seen in typed.values():
-        types[kind] = types.get(kind, 0) + size * seen
+                experts += padded
+        sums.append((total, experts))
+    blocks = tuple(sums[gi][0] for gi in of_group)
+    block_experts = tuple(sums[gi][1] for gi in of_group)
+    i_wv, i_down = _counts(g)  # where the blocks leave the counts, for the head
     input_b = output_b = embd = 0
     for name, shape, group, _ in _global_tensors(g):
         n = math.prod(shape)
@@ -526,8 +558,8 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         input_bytes=input_b,
         output_bytes=output_b,
         tied_head_bytes=embd if g.tied_embeddings else 0,
-        block_bytes=tuple(blocks),
-        block_expert_bytes=tuple(block_experts),
+        block_bytes=blocks,
+        block_expert_bytes=block_experts,
         expert_fraction_active=g.n_expert_used / g.n_expert if g.n_expert else 1.0,
         n_params=params.total,
         n_active_params=params.active,
