@@ -470,24 +470,40 @@ def _layer_groups(g: Geometry) -> tuple[tuple[_Group, ...], tuple[int, ...]]:
     layer's group; a model has a handful, however many layers it has."""
     ctx = _recipe_context(g)
     kinds, of_layer = _block_kinds(g)
+    # per kind: each counted tensor with the attn_v/ffn_down tensors before it in the
+    # block, and the block's own attn_v/ffn_down count
+    counted_of: list[list[tuple[str, int, int]]] = []
+    steps: list[tuple[int, int]] = []
+    for block in kinds:
+        wv = down = 0
+        counted = []
+        for t in block:
+            if _counted(t):
+                counted.append((t.name, wv, down))
+            wv += t.attn_v  # llama.cpp counts every attn_v/ffn_down tensor it meets
+            down += t.ffn_down
+        counted_of.append(counted)
+        steps.append((wv, down))
     index: dict[tuple[object, ...], int] = {}
     groups: list[_Group] = []
     of_group: list[int] = []
     i_wv = i_down = 0
     for il, k in enumerate(of_layer):
-        counted: list[tuple[tuple[bool, ...], tuple[int, int, int]]] = []
-        for t in kinds[k]:
-            if _counted(t):
-                facts = position_facts(ctx, t.name, i_wv, i_down, il)
-                counted.append((facts, (i_wv, i_down, il)))
-            i_wv += t.attn_v  # llama.cpp counts every attn_v/ffn_down tensor it meets
-            i_down += t.ffn_down
-        key = (k, tuple(f for f, _ in counted))
+        where = [
+            (
+                position_facts(ctx, name, i_wv + wv, i_down + down, il),
+                (i_wv + wv, i_down + down, il),
+            )
+            for name, wv, down in counted_of[k]
+        ]
+        key = (k, tuple(f for f, _ in where))
         gi = index.get(key)
         if gi is None:
             gi = index[key] = len(groups)
-            groups.append((k, tuple(counted)))
+            groups.append((k, tuple(where)))
         of_group.append(gi)
+        i_wv += steps[k][0]
+        i_down += steps[k][1]
     return tuple(groups), tuple(of_group)
 
 
@@ -497,34 +513,46 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
     each group of alike layers (`_layer_groups`) is typed once, for its first layer.
     Parameters do not depend on the type."""
     ctx = _recipe_context(g)
-    kinds, _ = _block_kinds(g)
+    kinds, of_layer = _block_kinds(g)
     groups, of_group = _layer_groups(g)
     choose = chooser(quant)
     types: dict[str, int] = {}
+    layers_of_kind = [0] * len(kinds)
+    for k in of_layer:
+        layers_of_kind[k] += 1
+    # what a block of each kind holds whatever its position: padded bytes, of which experts
+    fixed: list[tuple[int, int]] = []
+    counted_of_kind: list[list[_BlockTensor]] = []
+    for k, block in enumerate(kinds):
+        total = experts = 0
+        counted = []
+        for t in block:
+            if _counted(t):
+                counted.append(t)
+                continue
+            kind = choose(t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
+            size = row_bytes(kind, t.n)
+            types[kind] = types.get(kind, 0) + size * layers_of_kind[k]
+            total += _padded(size)
+            if t.expert:
+                experts += _padded(size)
+        fixed.append((total, experts))
+        counted_of_kind.append(counted)
     uses = [0] * len(groups)
     for gi in of_group:
         uses[gi] += 1
-    # a tensor's type, bytes and padded bytes: once per kind, or once per kind and
-    # position facts for a counted tensor
+    # a counted tensor's type, bytes and padded bytes, by kind, tensor and position facts
     typed: dict[tuple[object, ...], tuple[str, int, int]] = {}
     sums: list[tuple[int, int]] = []  # per group: padded bytes of a block, of which experts
-    for gi, (k, counted) in enumerate(groups):
-        total = experts = 0
-        positions = iter(counted)
-        for j, t in enumerate(kinds[k]):
-            if _counted(t):
-                facts, (i_wv, i_down, il) = next(positions)
-                key: tuple[object, ...] = (k, j, facts)
-            else:
-                i_wv = i_down = il = 0
-                key = (k, j)
+    for gi, (k, positions) in enumerate(groups):
+        total, experts = fixed[k]
+        for j, (t, (facts, (i_wv, i_down, il))) in enumerate(
+            zip(counted_of_kind[k], positions, strict=True)
+        ):
+            key = (k, j, facts)
             entry = typed.get(key)
             if entry is None:
-                kind = (
-                    choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
-                    if t.quantizable
-                    else "F32"
-                )
+                kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
                 size = row_bytes(kind, t.n)
                 entry = typed[key] = (kind, size, _padded(size))
             kind, size, padded = entry
