@@ -170,13 +170,12 @@ def _global_tensors(g: Geometry) -> _Shapes:
 @lru_cache(maxsize=512)
 def _recipe_context(g: Geometry) -> RecipeContext:
     """What the quantization recipe needs to know about the model."""
-    kinds, of_layer = _block_kinds(g)
     kv0 = g.kv_heads(0) if g.n_layer else g.n_head_kv
     return RecipeContext(
         architecture=g.architecture,
         n_gqa=g.n_head // kv0 if kv0 else 0,  # hparams.n_gqa(): layer 0, 0 without KV heads
         n_expert=g.n_expert,
-        n_attention_wv=sum(t.attn_v for k in of_layer for t in kinds[k]),
+        n_attention_wv=_counts(g)[0],
         # llama.cpp takes n_layer, not the ffn_down count (MoE blocks with a shared
         # expert hold two ffn_down tensors)
         n_ffn_down=g.n_layer,
@@ -441,9 +440,10 @@ def _block_kinds(g: Geometry) -> tuple[tuple[tuple[_BlockTensor, ...], ...], tup
 def _counts(g: Geometry) -> tuple[int, int]:
     """attn_v and ffn_down tensors in all blocks (llama.cpp's counts after the last)."""
     kinds, of_layer = _block_kinds(g)
+    per_kind = [(sum(t.attn_v for t in b), sum(t.ffn_down for t in b)) for b in kinds]
     return (
-        sum(t.attn_v for k in of_layer for t in kinds[k]),
-        sum(t.ffn_down for k in of_layer for t in kinds[k]),
+        sum(per_kind[k][0] for k in of_layer),
+        sum(per_kind[k][1] for k in of_layer),
     )
 
 
