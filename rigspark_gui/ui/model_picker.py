@@ -81,11 +81,12 @@ class ModelPicker(QComboBox):
         by_family: dict[str, list[ModelSpec]] = {}
         for s in specs:
             by_family.setdefault(s.family or "Imported", []).append(s)
+        rows: list[QStandardItem] = []
         # the models already on this computer first, then the catalog by family
         for family in sorted(by_family, key=lambda f: (f != LOCAL_FAMILY, f.lower())):
             header = QStandardItem(f"— {family} —")
             header.setFlags(Qt.ItemFlag.NoItemFlags)
-            self._items.appendRow(header)
+            rows.append(header)
             for s in sorted(by_family[family], key=lambda x: param_count(x).total):
                 text = describe(s)
                 item = QStandardItem(text)
@@ -93,7 +94,9 @@ class ModelPicker(QComboBox):
                 size = f"{param_count(s).total / 1e9:.1f}b"
                 item.setData(search_terms(family, s.name, s.id, size), SEARCH_ROLE)
                 item.setToolTip(f"{s.id}\nGeometry: {s.source or 'from the file'}")
-                self._items.appendRow(item)
+                rows.append(item)
+        # one insertion: the combo box and completer hear of the rows once, not per row
+        self._items.invisibleRootItem().appendRows(rows)
         self.blockSignals(False)
         if current:
             self.select(current)

@@ -326,8 +326,7 @@ def _synth_param_count(g: Geometry) -> ParamCount:
     kinds: dict[tuple[bool, int, bool], tuple[int, int]] = {}
     total = embd + g.n_embd + (0 if g.tied_embeddings else embd)  # + output norm and head
     experts = 0
-    for il in range(g.n_layer):
-        kind = (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il))
+    for il, kind in enumerate(_layer_keys(g)):
         counted = kinds.get(kind)
         if counted is None:
             sizes = [(math.prod(shape), "_exps" in n) for n, shape in _block_tensors(g, il)]
@@ -403,6 +402,17 @@ class _BlockTensor(NamedTuple):
     gate_up: bool
 
 
+def _layer_keys(g: Geometry) -> tuple[tuple[bool, int, bool], ...]:
+    """What makes a block's tensors differ from another's: recurrence, KV heads, MoE
+    (one key for every layer of most models, found without asking layer by layer)."""
+    uniform_moe = not g.is_moe or (g.n_dense_lead == 0 and g.moe_every <= 1)
+    if not g.recurrent_layers and g.n_head_kv_per_layer is None and uniform_moe:
+        return ((False, g.n_head_kv, g.is_moe),) * g.n_layer
+    return tuple(
+        (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il)) for il in range(g.n_layer)
+    )
+
+
 @lru_cache(maxsize=512)
 def _block_kinds(g: Geometry) -> tuple[tuple[tuple[_BlockTensor, ...], ...], tuple[int, ...]]:
     """Each kind of block's tensors (layers differ only by recurrence, KV heads and MoE)
@@ -410,8 +420,7 @@ def _block_kinds(g: Geometry) -> tuple[tuple[tuple[_BlockTensor, ...], ...], tup
     kinds: dict[tuple[bool, int, bool], int] = {}
     tensors: list[tuple[_BlockTensor, ...]] = []
     of_layer: list[int] = []
-    for il in range(g.n_layer):
-        key = (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il))
+    for il, key in enumerate(_layer_keys(g)):
         k = kinds.get(key)
         if k is None:
             k = kinds[key] = len(tensors)
