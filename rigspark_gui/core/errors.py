@@ -34,7 +34,7 @@ class DetectionError(RigSparkError):
 
 
 def validation_message(err: Exception) -> str:
-    """One line from a pydantic ValidationError: the first problem and where it is."""
+    """One line from a record ValidationError: the first problem and where it is."""
     errors = getattr(err, "errors", None)
     if not callable(errors):
         return str(err)

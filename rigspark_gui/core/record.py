@@ -277,6 +277,15 @@ def _float(v: Any) -> Any:
 
 def _str(v: Any) -> Any:
     if isinstance(v, str):
+        if v.isascii():
+            return v
+        try:  # a lone surrogate (JSON can escape one) could not be written out again
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Invalid(
+                "Input should be a valid string, unable to parse raw data as a unicode string",
+                "string_unicode",
+            ) from None
         return v
     raise _Invalid("Input should be a valid string", "string_type")
 
@@ -825,10 +834,6 @@ class Record:
         if indent is None:
             return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return json.dumps(data, ensure_ascii=False, indent=indent)
-
-    @property
-    def model_fields_set(self) -> set[str]:
-        return set(self.model_fields)
 
     # -- behaving as a value -------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """One `PlanReport`: everything a shared plan shows, built by the engine alone.
 
-The report is plain data (pydantic), so every writer (HTML, PDF, Markdown, JSON) shows
+The report is plain data (records), so every writer (HTML, PDF, Markdown, JSON) shows
 the same figures, and a JSON report loads back into the window unchanged. It holds the
 chart specs rather than pictures: each writer renders them, and a loaded report can be
 drawn again. The caller passes `created_at`, so building a report reads no clock.

@@ -187,3 +187,11 @@ _rigs = st.builds(
 def test_json_round_trip_is_exact(rig: Rig) -> None:
     assert Rig.model_validate_json(rig.model_dump_json()) == rig
     assert Rig.model_validate(rig.model_dump()) == rig
+
+
+def test_a_lone_surrogate_is_not_a_string() -> None:
+    """JSON may escape one; it could never be written out again as UTF-8."""
+    with pytest.raises(ValidationError) as caught:
+        Rig.model_validate_json('{"ram_total_bytes": 1, "name": "box\\ud800"}')
+    assert caught.value.errors()[0]["type"] == "string_unicode"
+    assert Rig.model_validate_json('{"ram_total_bytes": 1, "name": "bo\\u00eete"}').name == "boîte"

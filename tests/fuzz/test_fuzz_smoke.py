@@ -155,7 +155,7 @@ def test_seed_files_are_the_real_data() -> None:
 
 
 def test_config_name_with_a_lone_surrogate(tmp_path: Path) -> None:
-    # JSON may escape a lone surrogate; pydantic refused it as a bare ValidationError.
+    # JSON may escape a lone surrogate; validation once refused it as a bare ValidationError.
     config = tmp_path / "config.json"
     config.write_text(
         '{"model_type": "llama", "_name_or_path": "org/Lla\\ud800ma", "num_hidden_layers": 2, '
