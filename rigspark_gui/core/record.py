@@ -33,6 +33,7 @@ from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 R = TypeVar("R", bound="Record")
 _MISSING: Any = object()
+_INF = float("inf")
 _MARK = "__record_validator__"  # what `model_validator`/`field_validator` leave on a method
 Validator = Callable[[Any], Any]
 
@@ -905,6 +906,8 @@ def _constrained(check: Validator, info: FieldInfo) -> Validator:
 
 
 def _dump(value: Any, as_json: bool, exclude_none: bool) -> Any:
+    if type(value) is float and as_json and (value != value or value in (_INF, -_INF)):
+        return None  # JSON has no NaN or infinity: null, as pydantic writes them
     if value is None or type(value) in (int, float, str, bool):
         return value
     if isinstance(value, Record):

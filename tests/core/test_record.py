@@ -195,3 +195,12 @@ def test_a_lone_surrogate_is_not_a_string() -> None:
         Rig.model_validate_json('{"ram_total_bytes": 1, "name": "box\\ud800"}')
     assert caught.value.errors()[0]["type"] == "string_unicode"
     assert Rig.model_validate_json('{"ram_total_bytes": 1, "name": "bo\\u00eete"}').name == "boîte"
+
+
+def test_json_has_no_nan_or_infinity() -> None:
+    class Speed(Record):
+        tok_s: float | None = None
+
+    assert Speed(tok_s=float("inf")).model_dump(mode="json") == {"tok_s": None}
+    assert Speed(tok_s=float("nan")).model_dump_json() == '{"tok_s":null}'
+    assert Speed(tok_s=float("inf")).model_dump()["tok_s"] == float("inf")
