@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from rigspark_gui.cli import main
 
 
@@ -38,3 +40,17 @@ def test_the_cli_knows_every_local_model_prefix() -> None:
     from rigspark_gui.cli import LOCAL_ID_PREFIXES
 
     assert set(_ID_PREFIX.values()) - {"file"} == LOCAL_ID_PREFIXES
+
+
+@pytest.mark.parametrize("command", ["plan", "place", "rank", "models", "detect", "calibrate",
+                                     "gpus", "export", "reconcile"])  # fmt: skip
+def test_a_named_command_gets_its_own_flags(command: str, capsys) -> None:
+    from rigspark_gui.cli import _SUBCOMMANDS, build_parser
+
+    assert command in _SUBCOMMANDS
+    with pytest.raises(SystemExit) as done:
+        build_parser([command, "--help"]).parse_args([command, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert f"rigspark-plan {command}" in out
+    assert "--json" in out  # every command answers scripts in JSON
