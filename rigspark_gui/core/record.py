@@ -28,6 +28,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from operator import itemgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
@@ -102,37 +103,47 @@ class FieldInfo:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if self.ge is not None and not value >= self.ge:
                 raise _Invalid(
-                    f"Input should be greater than or equal to {self.ge}", "greater_than_equal"
+                    f"Input should be greater than or equal to {_num(self.ge)}",
+                    "greater_than_equal",
                 )
             if self.gt is not None and not value > self.gt:
-                raise _Invalid(f"Input should be greater than {self.gt}", "greater_than")
+                raise _Invalid(f"Input should be greater than {_num(self.gt)}", "greater_than")
             if self.le is not None and not value <= self.le:
                 raise _Invalid(
-                    f"Input should be less than or equal to {self.le}", "less_than_equal"
+                    f"Input should be less than or equal to {_num(self.le)}", "less_than_equal"
                 )
             if self.lt is not None and not value < self.lt:
-                raise _Invalid(f"Input should be less than {self.lt}", "less_than")
+                raise _Invalid(f"Input should be less than {_num(self.lt)}", "less_than")
         if isinstance(value, (str, tuple, list, dict)):
-            what = "String" if isinstance(value, str) else type(value).__name__.capitalize()
-            unit = "character" if isinstance(value, str) else "item"
+            text = isinstance(value, str)
+            what = "String" if text else type(value).__name__.capitalize()
+            unit = "character" if text else "item"
+            kind = "string_" if text else ""
             n = len(value)
             if self.min_length is not None and n < self.min_length:
                 s = "" if self.min_length == 1 else "s"
                 raise _Invalid(
-                    f"{what} should have at least {self.min_length} {unit}{s}", "too_short"
+                    f"{what} should have at least {self.min_length} {unit}{s}", f"{kind}too_short"
                 )
             if self.max_length is not None and n > self.max_length:
                 s = "" if self.max_length == 1 else "s"
                 raise _Invalid(
-                    f"{what} should have at most {self.max_length} {unit}{s}", "too_long"
+                    f"{what} should have at most {self.max_length} {unit}{s}", f"{kind}too_long"
                 )
         if self.pattern and isinstance(value, str):
             if self._regex is None:
-                self._regex = re.compile(self.pattern)
+                # `$` at the end means the end of the text, not also before a final newline
+                end = self.pattern.endswith("$") and not self.pattern.endswith("\\$")
+                self._regex = re.compile(self.pattern[:-1] + r"\Z" if end else self.pattern)
             if not self._regex.search(value):
                 raise _Invalid(
                     f"String should match pattern '{self.pattern}'", "string_pattern_mismatch"
                 )
+
+
+def _num(limit: float) -> str:
+    """A limit as pydantic prints it: 1000000, not 1000000.0."""
+    return str(int(limit)) if isinstance(limit, float) and limit.is_integer() else str(limit)
 
 
 def Field(default: Any = _MISSING, **options: Any) -> Any:
@@ -156,6 +167,9 @@ def model_validator(*, mode: str) -> Callable[[Any], Any]:
     """`mode="before"`: a classmethod given the raw input; `"after"`: a method given the
     built record, returning it."""
 
+    if mode not in ("before", "after"):
+        raise ValueError(f"validators run before or after, not {mode!r}")
+
     def mark(fn: Any) -> Any:
         target = fn.__func__ if isinstance(fn, classmethod) else fn
         setattr(target, _MARK, ("model", mode, ()))
@@ -166,6 +180,9 @@ def model_validator(*, mode: str) -> Callable[[Any], Any]:
 
 def field_validator(*fields: str, mode: str = "after") -> Callable[[Any], Any]:
     """A classmethod given one field's value, before or after its type is checked."""
+
+    if mode not in ("before", "after"):
+        raise ValueError(f"validators run before or after, not {mode!r}")
 
     def mark(fn: Any) -> Any:
         target = fn.__func__ if isinstance(fn, classmethod) else fn
@@ -237,39 +254,64 @@ def _validator_error(exc: Exception) -> tuple[str, str]:
 _NoneType = type(None)
 
 
+_INT_LIMIT = 1 << 63  # pydantic's largest integer from a float or a decimal string
+
+
 def _int(v: Any) -> Any:
     if type(v) is int:
         return v
     if isinstance(v, int):  # bool, IntEnum
         return int(v)
     if isinstance(v, float):
-        if v.is_integer():
-            return int(v)
-        raise _Invalid(
-            "Input should be a valid integer, got a number with a fractional part",
-            "int_from_float",
-        )
+        return _int_of_float(v)
     if isinstance(v, str):
-        try:
-            return int(v.strip())
-        except ValueError:
-            pass
+        text = v.strip()
+        if text.isascii():
+            try:
+                return int(text)
+            except ValueError:
+                pass
+            try:  # "5.0" is 5, as pydantic reads it
+                return _int_of_float(float(text))
+            except (ValueError, _Invalid):
+                pass
         raise _Invalid(
             "Input should be a valid integer, unable to parse string as an integer", "int_parsing"
         )
     raise _Invalid("Input should be a valid integer", "int_type")
 
 
+def _int_of_float(v: float) -> int:
+    if v != v or v in (_INF, -_INF):
+        raise _Invalid("Input should be a finite number", "finite_number")
+    if not v.is_integer():
+        raise _Invalid(
+            "Input should be a valid integer, got a number with a fractional part",
+            "int_from_float",
+        )
+    if abs(v) >= _INT_LIMIT:
+        raise _Invalid(
+            "Unable to parse input string as an integer, exceeded maximum size",
+            "int_parsing_size",
+        )
+    return int(v)
+
+
 def _float(v: Any) -> Any:
     if type(v) is float:
         return v
     if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
         try:
-            return float(v.strip())
-        except ValueError:
-            pass
+            return float(v)
+        except OverflowError:  # an integer beyond any float
+            raise _Invalid("Input should be a valid number", "float_type") from None
+    if isinstance(v, str):
+        text = v.strip()
+        if text.isascii():
+            try:
+                return float(text)
+            except ValueError:
+                pass
         raise _Invalid(
             "Input should be a valid number, unable to parse string as a number", "float_parsing"
         )
@@ -298,14 +340,15 @@ _FALSE = {"0", "false", "f", "no", "n", "off"}
 def _bool(v: Any) -> Any:
     if v is True or v is False:
         return v
-    if isinstance(v, int) and v in (0, 1):
+    if isinstance(v, (int, float)) and v in (0, 1):
         return bool(v)
     if isinstance(v, str):
-        low = v.strip().lower()
+        low = v.lower()
         if low in _TRUE:
             return True
         if low in _FALSE:
             return False
+        raise _Invalid("Input should be a valid boolean, unable to interpret input", "bool_parsing")
     raise _Invalid("Input should be a valid boolean", "bool_type")
 
 
@@ -429,7 +472,12 @@ def _compile(tp: Any, owner: type) -> Validator:
             problems: list[dict[str, Any]] = []
             for k, e in v.items():
                 try:
-                    out[key(k)] = val(e)
+                    checked = key(k)
+                except _Invalid as bad:
+                    problems.extend(_nested(bad, (k, "[key]"), k))
+                    continue
+                try:
+                    out[checked] = val(e)
                 except _Invalid as bad:
                     problems.extend(_nested(bad, (k,), e))
             if problems:
@@ -576,8 +624,14 @@ class Record:
                     delattr(cls, name)
                 continue
             info = value if isinstance(value, FieldInfo) else FieldInfo(value)
-            own[name] = info
-            fields.pop(name, None)  # a redefined field keeps the subclass's place
+            if type(info.default) in (list, dict, set):  # each record gets its own
+                info = FieldInfo(
+                    **{a: getattr(info, a) for a in FieldInfo.__slots__ if a[0] != "_"}
+                )
+                plain = info.default
+                made: Callable[[Any], Any] = type(plain)
+                info.default, info.default_factory = _MISSING, partial(made, plain)
+            own[name] = info  # a redefined field keeps its base's place, as in pydantic
             if isinstance(value, FieldInfo):
                 delattr(cls, name)
         fields.update(own)
@@ -599,34 +653,35 @@ class Record:
         else:
             cls.__values__ = staticmethod(lambda d: ())
         cls.__checks__ = None
+        # validators in definition order, bases first; a method of the same name in a
+        # subclass replaces its base's
+        found: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        for base in reversed(cls.__mro__):
+            if base is Record or base is object:
+                continue  # Record's own methods carry no validators
+            for attr, fn in base.__dict__.items():
+                target = fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
+                mark = getattr(target, _MARK, None)
+                found.pop(attr, None)
+                if mark is not None:
+                    found[attr] = mark
         before: list[Callable[..., Any]] = []
         after: list[Callable[..., Any]] = []
         field_before: dict[str, list[Callable[..., Any]]] = {}
         field_after: dict[str, list[Callable[..., Any]]] = {}
-        seen: set[str] = set()
-        for base in cls.__mro__:
-            if base is Record or base is object:
-                continue  # Record's own methods carry no validators
-            for attr, fn in base.__dict__.items():
-                if attr in seen:
-                    continue
-                target = fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
-                mark = getattr(target, _MARK, None)
-                if mark is None:
-                    continue
-                seen.add(attr)
-                kind, mode, names_of = mark
-                bound = getattr(cls, attr)
-                if kind == "model":
-                    (before if mode == "before" else after).append(bound)
-                else:
-                    for f in names_of:
-                        (field_before if mode == "before" else field_after).setdefault(
-                            f, []
-                        ).append(bound)
-        cls.__before__ = tuple(before)
-        cls.__after__ = tuple(reversed(after))  # a base's checks before its subclass's
-        cls.__field_before__ = {k: tuple(v) for k, v in field_before.items()}
+        for attr, (kind, mode, names_of) in found.items():
+            bound = getattr(cls, attr)
+            if kind == "model":
+                (before if mode == "before" else after).append(bound)
+                continue
+            for f in names_of:
+                if f not in fields:
+                    raise TypeError(f"{cls.__name__}.{attr} validates {f!r}, which is no field")
+                (field_before if mode == "before" else field_after).setdefault(f, []).append(bound)
+        # as pydantic: before-validators run last-defined first, after-validators in order
+        cls.__before__ = tuple(reversed(before))
+        cls.__after__ = tuple(after)
+        cls.__field_before__ = {k: tuple(reversed(v)) for k, v in field_before.items()}
         cls.__field_after__ = {k: tuple(v) for k, v in field_after.items()}
         cls.__post__ = any("model_post_init" in b.__dict__ for b in cls.__mro__ if b is not Record)
 
@@ -643,6 +698,7 @@ class Record:
         module = sys.modules.get(cls.__module__)
         namespace = dict(vars(module)) if module is not None else {}
         hints: dict[str, Any] = {}
+        unresolved = False
         for base in reversed(cls.__mro__):
             notes = base.__dict__.get("__annotations__", {})  # noqa: RUF063
             base_module = sys.modules.get(base.__module__)
@@ -658,15 +714,20 @@ class Record:
                         continue
                     try:  # our own annotations, written in our modules
                         hints[name] = eval(note, globs, {base.__name__: base})
-                    except NameError:  # a name only imported for type checkers: trust it
+                    except NameError:  # not defined yet, or only for type checkers
                         hints[name] = Any
+                        unresolved = True
         checks = {}
         for name, info in cls.model_fields.items():
-            check = _compile(hints.get(name, Any), cls)
+            hint = hints.get(name, Any)
+            check = _compile(hint, cls)
             if info.constrained:
                 check = _constrained(check, info)
             checks[name] = check
-        cls.__checks__ = checks
+            if (hint is float or hint == float | None) and type(info.default) is int:
+                info.default = float(info.default)  # written as a float, as pydantic does
+        if not unresolved:  # else trusted this once, and looked up again next time
+            cls.__checks__ = checks
         return checks
 
     @classmethod
@@ -787,6 +848,8 @@ class Record:
         object.__setattr__(obj, "__dict__", values)
         for name, attr in cls.__private__.items():
             values[name] = attr.get_default()
+        if cls.__post__:
+            obj.model_post_init(None)  # type: ignore[attr-defined]
         return obj
 
     def model_copy(self: R, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> R:
@@ -874,6 +937,10 @@ class Record:
         d = self.__dict__
         inner = ", ".join(f"{n}={d[n]!r}" for n in self.__names__)
         return f"{type(self).__name__}({inner})"
+
+    def __str__(self) -> str:
+        d = self.__dict__
+        return " ".join(f"{n}={d[n]!r}" for n in self.__names__)
 
     def __iter__(self) -> Any:
         d = self.__dict__

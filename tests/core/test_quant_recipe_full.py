@@ -374,4 +374,7 @@ def test_every_catalog_model_sums_its_blocks_as_its_tensor_list_does() -> None:
         for quant in spec.quants:
             rows = _synth_rows(spec.geometry, quant)
             expected = _layout_from_rows(spec.geometry, rows, quant)
-            assert _synth_layout(spec.geometry, quant) == expected, (spec.id, quant)
+            layout = _synth_layout(spec.geometry, quant)
+            assert layout == expected, (spec.id, quant)
+            # the same order too: speed sums the type mix in it, to the last bit
+            assert list(layout.tensor_types) == list(expected.tensor_types), (spec.id, quant)

@@ -204,3 +204,94 @@ def test_json_has_no_nan_or_infinity() -> None:
     assert Speed(tok_s=float("inf")).model_dump(mode="json") == {"tok_s": None}
     assert Speed(tok_s=float("nan")).model_dump_json() == '{"tok_s":null}'
     assert Speed(tok_s=float("inf")).model_dump()["tok_s"] == float("inf")
+
+
+def test_numbers_from_files_as_pydantic_reads_them() -> None:
+    class Numbers(Record):
+        model_config = ConfigDict(extra="forbid")
+        n: int = 0
+        x: float = 0
+        flag: bool = False
+
+    assert Numbers(n="5.0").n == 5  # type: ignore[arg-type]
+    assert Numbers(flag=1.0).flag is True  # type: ignore[arg-type]
+    assert Numbers().model_dump_json() == '{"n":0,"x":0.0,"flag":false}'
+    for bad, kind in (
+        ({"x": 10**400}, "float_type"),  # an integer beyond any float: an error, not a crash
+        ({"n": 1e20}, "int_parsing_size"),
+        ({"n": float("inf")}, "finite_number"),
+        ({"n": "\u0661\u0662"}, "int_parsing"),  # Arabic-Indic digits are not a number here
+        ({"flag": " true "}, "bool_parsing"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            Numbers.model_validate(bad)
+        assert caught.value.errors()[0]["type"] == kind, bad
+
+
+def test_a_pattern_ending_in_dollar_refuses_a_final_newline() -> None:
+    with pytest.raises(ValidationError, match="pattern"):
+        Rig.model_validate({"ram_total_bytes": 1, "address": "10.0.0.2\n"})
+    assert Rig.model_validate({"ram_total_bytes": 1, "address": "10.0.0.2"}).address
+
+
+def test_validators_run_in_pydantic_order_and_fields_keep_their_place() -> None:
+    calls: list[str] = []
+
+    class Base(Record):
+        a: int = 0
+        b: int = 0
+
+        @model_validator(mode="before")
+        @classmethod
+        def _b1(cls, raw: object) -> object:
+            calls.append("before 1")
+            return raw
+
+        @model_validator(mode="before")
+        @classmethod
+        def _b2(cls, raw: object) -> object:
+            calls.append("before 2")
+            return raw
+
+        @model_validator(mode="after")
+        def _a1(self) -> Base:
+            calls.append("after 1")
+            return self
+
+    class Child(Base):
+        a: int = 1  # redefined: keeps its place
+
+        @model_validator(mode="after")
+        def _a2(self) -> Child:
+            calls.append("after 2")
+            return self
+
+    assert list(Child().model_dump()) == ["a", "b"]
+    assert calls == ["before 2", "before 1", "after 1", "after 2"]
+    with pytest.raises(TypeError, match="no field"):
+
+        class Wrong(Record):
+            a: int = 0
+
+            @field_validator("b")
+            @classmethod
+            def _b(cls, v: int) -> int:
+                return v
+
+
+def test_mutable_defaults_are_not_shared() -> None:
+    class Bag(Record):
+        items: list[int] = []  # noqa: RUF012 - the point of the test
+
+    one, two = Bag(), Bag()
+    one.items.append(1)
+    assert two.items == []
+
+
+def test_a_dict_key_of_the_wrong_type_says_so() -> None:
+    class Table(Record):
+        rows: dict[int, str] = Field(default_factory=dict)
+
+    with pytest.raises(ValidationError) as caught:
+        Table.model_validate({"rows": {"x": "a"}})
+    assert caught.value.errors()[0]["loc"] == ("rows", "x", "[key]")

@@ -531,15 +531,20 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         layers_of_kind[k] += 1
     # what a block of each kind holds whatever its position: padded bytes, of which experts
     fixed: list[tuple[int, int]] = []
-    counted_of_kind: list[list[_BlockTensor]] = []
+    counted_of_kind: list[list[tuple[int, _BlockTensor]]] = []
+    # the types of each kind's tensors, and of each group's counted ones, by place in
+    # the block: the layout lists types in the order the file first holds them
+    types_in_kind: list[list[tuple[int, str]]] = []
     for k, block in enumerate(kinds):
         total = experts = 0
         counted = []
-        for t in block:
+        seen_here: list[tuple[int, str]] = []
+        for place, t in enumerate(block):
             if _counted(t):
-                counted.append(t)
+                counted.append((place, t))
                 continue
             kind = choose(t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
+            seen_here.append((place, kind))
             size = row_bytes(kind, t.n)
             types[kind] = types.get(kind, 0) + size * layers_of_kind[k]
             total += _padded(size)
@@ -547,15 +552,18 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
                 experts += _padded(size)
         fixed.append((total, experts))
         counted_of_kind.append(counted)
+        types_in_kind.append(seen_here)
     uses = [0] * len(groups)
     for gi in of_group:
         uses[gi] += 1
     # a counted tensor's type, bytes and padded bytes, by kind, tensor and position facts
     typed: dict[tuple[object, ...], tuple[str, int, int]] = {}
     sums: list[tuple[int, int]] = []  # per group: padded bytes of a block, of which experts
+    order: list[str] = []  # types as the blocks first hold them (groups are in layer order)
     for gi, (k, positions) in enumerate(groups):
         total, experts = fixed[k]
-        for j, (t, (facts, (i_wv, i_down, il))) in enumerate(
+        in_group = list(types_in_kind[k])
+        for j, ((place, t), (facts, (i_wv, i_down, il))) in enumerate(
             zip(counted_of_kind[k], positions, strict=True)
         ):
             key = (k, j, facts)
@@ -566,14 +574,17 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
                 entry = typed[key] = (kind, size, _padded(size))
             kind, size, padded = entry
             types[kind] = types.get(kind, 0) + size * uses[gi]
+            in_group.append((place, kind))
             total += padded
             if t.expert:
                 experts += padded
         sums.append((total, experts))
+        order += (kind for _, kind in sorted(in_group))
     blocks = tuple(sums[gi][0] for gi in of_group)
     block_experts = tuple(sums[gi][1] for gi in of_group)
     i_wv, i_down = _counts(g)  # where the blocks leave the counts, for the head
     input_b = output_b = embd = 0
+    first: list[str] = []  # the token table's type: the file's first tensor
     for name, shape, group, _ in _global_tensors(g):
         n = math.prod(shape)
         kind = (
@@ -584,11 +595,14 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         size = row_bytes(kind, n)
         types[kind] = types.get(kind, 0) + size
         if group is TensorGroup.INPUT:
+            first.append(kind)
             input_b += _padded(size)
             if name == "token_embd.weight":
                 embd = _padded(size)
         else:
             output_b += _padded(size)
+            order.append(kind)
+    types = {kind: types[kind] for kind in dict.fromkeys([*first, *order])}
     params = _synth_param_count(g)
     return WeightsLayout(
         quant=quant,
