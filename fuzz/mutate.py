@@ -202,7 +202,7 @@ def interesting_json(rng: random.Random, keys: list[str]) -> Any:
     if pick < 6:
         return rng.choice(_INTERESTING_U64) * rng.choice((1, 1, -1))
     if pick < 8:
-        return rng.choice((-1, 0, 1, 2, 3, 10**30, -(10**30), 2**53 + 1))
+        return rng.choice((-1, 0, 1, 2, 3, 10**30, -(10**30), 2**53 + 1, 2**63, 10**400))
     if pick < 10:
         return rng.choice((0.0, -0.0, 0.5, 1e-300, 1e308, -1e308, float("nan"), float("inf")))
     if pick < 15:
@@ -283,7 +283,8 @@ def _tree_edit(doc: Any, rng: random.Random, keys: list[str]) -> Any:
     elif op == 5:
         # The right value in the wrong type.
         if isinstance(old, (int, float)) and not isinstance(old, bool):
-            parent[key] = rng.choice((str(old), [old], float(old), bool(old)))
+            as_float = float(old) if abs(old) < 1e308 else float("inf")  # 10**400 has none
+            parent[key] = rng.choice((str(old), [old], as_float, bool(old)))
         elif isinstance(old, str):
             parent[key] = rng.choice(([old], {old: old}, old * 3, old[::-1], old.upper()))
         else:
