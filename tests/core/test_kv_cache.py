@@ -169,3 +169,16 @@ def test_cached_tables_agree_with_the_layer_walk(g, context, parallel) -> None:
     for kv in (K.F16, K.Q8_0, K.Q4_0):  # one shared shape
         s = PlanSettings(context=context, parallel=parallel, kv_k=kv, kv_v=kv, flash_attn=True)
         assert kv_total_fast(g, s) == kv_total_bytes(g, s)
+
+
+def test_attention_kinds_are_the_first_layer_of_each() -> None:
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.memory.kv_cache import attention_kinds
+
+    for spec in load_catalog().specs():
+        g = spec.geometry
+        kinds = attention_kinds(g)
+        assert sorted({g.is_sliding(il) for il in range(g.n_layer)}) == sorted(
+            g.is_sliding(il) for il in kinds
+        ), spec.id
+        assert all(not any(g.is_sliding(j) == g.is_sliding(il) for j in range(il)) for il in kinds)

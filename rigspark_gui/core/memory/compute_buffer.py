@@ -17,7 +17,7 @@ f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 
 from __future__ import annotations
 
-from rigspark_gui.core.memory.kv_cache import kv_cells_per_stream
+from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
 from rigspark_gui.core.memory.weights import FUSED_QKV_ARCHS
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
@@ -152,5 +152,5 @@ def host_compute_bytes(g: Geometry, s: PlanSettings, copies: int = 1) -> int:
     f32 KQ mask (built on the host even for flash attention, which casts it on the GPU);
     with pipeline parallelism `copies` of the mask, a graph input."""
     t = n_graph_tokens(s)
-    n_kv = max((kv_cells_per_stream(g, il, s) for il in range(g.n_layer)), default=0)
+    n_kv = max((kv_cells_per_stream(g, il, s) for il in attention_kinds(g)), default=0)
     return 4 * g.n_embd * t + copies * 4 * n_kv * t

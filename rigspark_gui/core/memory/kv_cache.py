@@ -16,6 +16,8 @@ F32 state per sequence, independent of context. vLLM pages of 16 tokens instead.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rigspark_gui.core.ggml_types import KvCacheType, kv_row_bytes
 from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
@@ -43,6 +45,18 @@ def kv_cells_per_stream(g: Geometry, layer: int, s: PlanSettings, unified: bool 
         window_seqs = s.parallel if unified else 1
         return pad_to(min(per_stream, g.sliding_window * window_seqs + s.n_ubatch), KV_PAD)
     return per_stream
+
+
+@lru_cache(maxsize=512)
+def attention_kinds(g: Geometry) -> tuple[int, ...]:
+    """The first layer of each attention kind (sliding window or full): a stream's cells
+    depend on the layer through its kind alone."""
+    first: dict[bool, int] = {}
+    for il in range(g.n_layer):
+        first.setdefault(g.is_sliding(il), il)
+        if len(first) == 2:
+            break
+    return tuple(first.values())
 
 
 def kv_cells(g: Geometry, layer: int, s: PlanSettings, unified: bool = False) -> int:
