@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +30,39 @@ class UsageError(Exception):
     """Bad flags or values; printed as one line, exit 2."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the terminal's width: left to find it, argparse imports
+    shutil (and with it bz2, lzma, zlib) for every flag a parser is given."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:  # fmt: skip
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size finds it ($COLUMNS, then stdout)."""
+    global _COLUMNS
+    if _COLUMNS is None:
+        try:
+            _COLUMNS = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            _COLUMNS = 0
+        if _COLUMNS <= 0:
+            try:
+                _COLUMNS = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                _COLUMNS = 80
+    return _COLUMNS or 80
+
+
+_COLUMNS: int | None = None
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
@@ -813,8 +846,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FITS
     except KeyboardInterrupt:

@@ -51,7 +51,10 @@ def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str]) -> None
         with contextlib.redirect_stdout(io.StringIO()):
             main({[*argv, "--json"]!r})
         heavy = {list(HEAVY)!r} + ["rigspark_gui.calibrate.synth", "rigspark_gui.ui", "pydantic",
-                                   "huggingface_hub", "rigspark_gui.catalog.remote"]
+                                   "huggingface_hub", "rigspark_gui.catalog.remote",
+                                   # writers, runners and local stores load on use
+                                   "subprocess", "tempfile", "shutil",
+                                   "rigspark_gui.catalog.local_models"]
         print(json.dumps({{"loaded": [m for m in heavy if m in sys.modules]}}))
         """
     )

@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
-import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +26,8 @@ from rigspark_gui.core.speed import (
 from rigspark_gui.user_dirs import cache_dir
 
 if TYPE_CHECKING:
+    import threading
+
     from rigspark_gui.calibrate.runners import GpuTarget, Runner
     from rigspark_gui.calibrate.synth import Shape
 
@@ -176,6 +175,10 @@ def run_calibration(
     shape: Shape | None = None,
 ) -> LocalCalibration:
     """Write the synthetic model, quantize it, time it on every device, compare."""
+    import tempfile
+    import threading
+    from datetime import UTC, datetime
+
     from rigspark_gui.calibrate import synth  # numpy and gguf: only when calibrating
     from rigspark_gui.calibrate.runners import CalibrationCancelled, CalibrationError
 
@@ -247,6 +250,8 @@ def calibration_path() -> Path:
 
 
 def save_calibration(cal: LocalCalibration) -> Path:
+    import tempfile
+
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cal-", suffix=".tmp")

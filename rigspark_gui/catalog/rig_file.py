@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from rigspark_gui.catalog.durable import write_text_atomic
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import InvalidRigError, validation_message
 from rigspark_gui.core.record import ValidationError
@@ -63,4 +62,6 @@ def load_rig(path: Path, database: Database) -> Rig:
 
 
 def save_rig(rig: Rig, path: Path) -> None:
+    from rigspark_gui.catalog.durable import write_text_atomic  # writing: not on a plan's path
+
     write_text_atomic(Path(path), rig.model_dump_json(indent=2, exclude_defaults=False) + "\n")
