@@ -456,10 +456,6 @@ def _counts(g: Geometry) -> tuple[int, int]:
     )
 
 
-def _padded(n: int) -> int:
-    return -(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
-
-
 def _counted(t: _BlockTensor) -> bool:
     """A tensor whose type llama-quantize may choose by its position (attn_v and ffn_down
     by count or layer, ffn_gate/ffn_up by layer)."""
@@ -547,9 +543,9 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
             seen_here.append((place, kind))
             size = row_bytes(kind, t.n)
             types[kind] = types.get(kind, 0) + size * layers_of_kind[k]
-            total += _padded(size)
+            total += _pad(size)
             if t.expert:
-                experts += _padded(size)
+                experts += _pad(size)
         fixed.append((total, experts))
         counted_of_kind.append(counted)
         types_in_kind.append(seen_here)
@@ -571,7 +567,7 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
             if entry is None:
                 kind = choose(t.name, t.ne0, t.three, ctx, i_wv, i_down, il)
                 size = row_bytes(kind, t.n)
-                entry = typed[key] = (kind, size, _padded(size))
+                entry = typed[key] = (kind, size, _pad(size))
             kind, size, padded = entry
             types[kind] = types.get(kind, 0) + size * uses[gi]
             in_group.append((place, kind))
@@ -596,11 +592,11 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         types[kind] = types.get(kind, 0) + size
         if group is TensorGroup.INPUT:
             first.append(kind)
-            input_b += _padded(size)
+            input_b += _pad(size)
             if name == "token_embd.weight":
-                embd = _padded(size)
+                embd = _pad(size)
         else:
-            output_b += _padded(size)
+            output_b += _pad(size)
             order.append(kind)
     types = {kind: types[kind] for kind in dict.fromkeys([*first, *order])}
     params = _synth_param_count(g)
