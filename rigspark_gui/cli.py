@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -32,30 +33,26 @@ class UsageError(Exception):
 
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter, told the terminal's width: left to find it, argparse imports
-    shutil (and with it bz2, lzma, zlib) for every flag a parser is given."""
+    shutil (and with it bz2, lzma, zlib) and asks the terminal again for every flag."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None) -> None:  # fmt: skip
         super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
 
 
+@cache
 def _columns() -> int:
     """The terminal's width as shutil.get_terminal_size finds it ($COLUMNS, then stdout)."""
-    global _COLUMNS
-    if _COLUMNS is None:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
         try:
-            _COLUMNS = int(os.environ.get("COLUMNS", "0"))
-        except ValueError:
-            _COLUMNS = 0
-        if _COLUMNS <= 0:
-            try:
-                _COLUMNS = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-            except (AttributeError, ValueError, OSError):
-                _COLUMNS = 80
-    return _COLUMNS or 80
-
-
-_COLUMNS: int | None = None
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 class _Parser(argparse.ArgumentParser):
