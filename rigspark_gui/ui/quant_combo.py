@@ -35,35 +35,23 @@ class QuantCombo(QComboBox):
         self._sized: str | None = None  # the model whose sizes are filled in
 
     def set_model(self, spec: ModelSpec) -> None:
-        self._spec, self._sized = spec, None
-        self.blockSignals(True)
-        self._items.clear()
-        auto = QStandardItem("Auto")
-        auto.setData("", Qt.ItemDataRole.UserRole)
-        auto.setToolTip("The best quality that fits and reaches the minimum speed")
-        self._items.appendRow(auto)
+        rows = []
         group = None
         for q in spec.available_quants:
             g = bits_group(q)
             if g != group:
                 header = QStandardItem(f"— {g} —")
                 header.setFlags(Qt.ItemFlag.NoItemFlags)
-                self._items.appendRow(header)
+                rows.append(header)
                 group = g
-            self._items.appendRow(self._item(spec, q, None))
-        self.blockSignals(False)
+            rows.append(self._item(spec, q, None))
+        self._fill(spec, "The best quality that fits and reaches the minimum speed", rows)
 
     def set_formats(self, spec: ModelSpec, engine: str) -> None:
         """A serving engine's choices: checkpoint formats, each with its size."""
         from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 
-        self._spec, self._sized = None, None  # no GGUF sizes to fill in
-        self.blockSignals(True)
-        self._items.clear()
-        auto = QStandardItem("Auto")
-        auto.setData("", Qt.ItemDataRole.UserRole)
-        auto.setToolTip("The best checkpoint format that leaves room for one full request")
-        self._items.appendRow(auto)
+        rows = []
         for f in FORMATS.values():
             if f.experts_only and not spec.geometry.is_moe:
                 continue  # a format of experts: a dense model has none
@@ -71,7 +59,20 @@ class QuantCombo(QComboBox):
             item = QStandardItem(f"{f.label}  ·  {gib(size)}")
             item.setData(f.name, Qt.ItemDataRole.UserRole)
             item.setToolTip(f"{engine} loads a Hugging Face checkpoint: {f.words}")
-            self._items.appendRow(item)
+            rows.append(item)
+        # no GGUF sizes to fill in for a checkpoint
+        self._fill(None, "The best checkpoint format that leaves room for one full request", rows)
+
+    def _fill(self, spec: ModelSpec | None, auto_tip: str, rows: list[QStandardItem]) -> None:
+        """Auto, then `rows`, inserted at once (the view hears of them once, not per row);
+        `spec` is the model whose GGUF sizes the menu fills in when it opens."""
+        self._spec, self._sized = spec, None
+        self.blockSignals(True)
+        self._items.clear()
+        auto = QStandardItem("Auto")
+        auto.setData("", Qt.ItemDataRole.UserRole)
+        auto.setToolTip(auto_tip)
+        self._items.invisibleRootItem().appendRows([auto, *rows])
         self.blockSignals(False)
 
     def _item(self, spec: ModelSpec, q: str, size: int | None) -> QStandardItem:
