@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def main() -> None:
     from rigspark_gui.core.suggest import suggest
 
     big70 = catalog.find("llama-3.3-70b-instruct").to_spec()
-    s32 = s.model_copy(update={"context": 32768})
+    s32 = replace(s, context=32768)
     suggest(big70, rig, s32, perf, load_quality())  # layouts synthesized once
     med, best = timed(lambda: suggest(big70, rig, s32, perf, load_quality()), 10)
     print(f"suggestions (Llama-3.3-70B at 32K): median {med:.2f} ms, best {best:.2f} ms")
@@ -75,7 +76,7 @@ def main() -> None:
     med, best = timed(lambda: plan(big, rig, s, perf, ladders=False), 50)
     print(f"one plan (Llama-3.1-405B, 126 layers): median {med:.2f} ms, best {best:.2f} ms")
 
-    from rigspark_gui.core.settings import make_settings
+    from rigspark_gui.formats.settings import make_settings
 
     vllm = make_settings(backend="vllm", context=8192)
     med, best = timed(lambda: plan(spec, rig, vllm, perf), 100)
@@ -98,9 +99,7 @@ def main() -> None:
 
     def catalog_all_kv() -> None:
         for k in kv_types:
-            rank_models(
-                specs, rig, s.model_copy(update={"kv_k": k, "kv_v": k, "flash_attn": True}), perf
-            )
+            rank_models(specs, rig, replace(s, kv_k=k, kv_v=k, flash_attn=True), perf)
 
     t = time.perf_counter()
     catalog_all_kv()  # first: layouts, KV tables and compute buffers not yet cached

@@ -15,6 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from rigspark_gui.formats.jsonable import jsonable
+
 if TYPE_CHECKING:
     from rigspark_gui.catalog.gpu_database import GpuDatabase
     from rigspark_gui.core.model_spec import ModelSpec
@@ -425,7 +427,7 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
 
 def settings_from(args: argparse.Namespace) -> PlanSettings:
     from rigspark_gui.core.ggml_types import kv_cache_type
-    from rigspark_gui.core.settings import make_settings
+    from rigspark_gui.formats.settings import make_settings
 
     k = kv_cache_type(args.kv_k)
     v = kv_cache_type(args.kv_v) if args.kv_v else k
@@ -490,8 +492,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     ideas = suggest(spec, rig, s, perf, load_quality())
     if args.json:
-        data = result.model_dump(mode="json")
-        data["suggestions"] = [i.model_dump(mode="json") for i in ideas]
+        data = jsonable(result)
+        data["suggestions"] = [jsonable(i) for i in ideas]
         _emit(data)
     else:
         from rigspark_gui.report.text import format_plan, format_suggestions
@@ -547,13 +549,13 @@ def cmd_place(args: argparse.Namespace) -> int:
                 "schema_version": PLAN_SCHEMA_VERSION,
                 "model_id": spec.id,
                 "quant": quant,
-                "settings": s.model_dump(mode="json"),
-                "placement": placement.model_dump(mode="json"),
-                "device_loads": [d.model_dump(mode="json") for d in loads],
+                "settings": jsonable(s),
+                "placement": jsonable(placement),
+                "device_loads": [jsonable(d) for d in loads],
                 "fits": fits,
-                "throughput": decode.model_dump(mode="json"),
-                "prefill": prefill.model_dump(mode="json"),
-                "launch_commands": [c.model_dump(mode="json") for c in commands],
+                "throughput": jsonable(decode),
+                "prefill": jsonable(prefill),
+                "launch_commands": [jsonable(c) for c in commands],
             }
         )
     else:
@@ -595,8 +597,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
             {
                 "schema_version": 1,
                 "rig_name": rig.name,
-                "settings": s.model_dump(mode="json"),
-                "models": [r.model_dump(mode="json") for r in rows],
+                "settings": jsonable(s),
+                "models": [jsonable(r) for r in rows],
             }
         )
     else:
@@ -685,7 +687,9 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
     rig = detect(database=gpu_database(), timeout_s=5.0, probe_bandwidth=args.bandwidth)
     if args.json:
-        sys.stdout.write(rig.model_dump_json(indent=2) + "\n")
+        from rigspark_gui.formats.rig import rig_json
+
+        sys.stdout.write(rig_json(rig) + "\n")
         return EXIT_FITS
     from rigspark_gui.core.units import gib
 
@@ -805,10 +809,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     spec = load_model(args)
     result = reconcile_log(log, spec, load_rig_arg(args), load_perf())
     if args.json:
-        data = result.model_dump(mode="json", exclude={"log"})
+        data = {k: v for k, v in jsonable(result).items() if k != "log"}
         data["rows"] = [
             {
-                **r.model_dump(mode="json"),
+                **jsonable(r),
                 "difference_bytes": r.difference_bytes,
                 "status": r.status,
             }

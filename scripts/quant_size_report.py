@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,7 +106,7 @@ def compute(rows: Sequence[dict[str, Any]] | None = None) -> list[Check]:
     checks = []
     for r in rows if rows is not None else load_rows():
         quant = canonical_ftype(r["quant"])
-        spec = _spec(r["model"]).model_copy(update={"quants": (quant,)})
+        spec = replace(_spec(r["model"]), quants=(quant,))
         estimate = file_bytes_estimate(weights_layout(spec, quant), spec.geometry)
         assumed = quant in IMATRIX_ASSUMED
         matched = estimate if r["imatrix"] == assumed else _with_imatrix(spec, quant, r["imatrix"])

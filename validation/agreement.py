@@ -25,6 +25,7 @@ from rigspark_gui.core.placement import CPU, device_loads, uniform_placement
 from rigspark_gui.core.rig import Cpu, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode
+from rigspark_gui.formats.model_spec import read_model_spec
 
 MIB = 1 << 20
 CASES_PATH = Path(__file__).with_name("cases.json")
@@ -111,7 +112,7 @@ def load_cases(path: Path = CASES_PATH) -> dict[str, Any]:
 
 
 def spec_of(data: dict[str, Any], key: str) -> ModelSpec:
-    return ModelSpec.model_validate(data["models"][key]["spec"])
+    return read_model_spec(data["models"][key]["spec"])
 
 
 @dataclass(frozen=True)

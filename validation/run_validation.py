@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rigspark_gui.formats.jsonable import jsonable
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -241,7 +243,7 @@ def measure_all(llama_py: str, workdir: Path, only: set[str] | None) -> dict[str
                 "quant": q,
                 "role": m.role,
                 "file_bytes": files[key].stat().st_size,
-                "spec": spec.model_dump(mode="json"),
+                "spec": jsonable(spec),
             }
         for c in case_matrix(m):
             key = f"{m.name}-{c['quant']}"

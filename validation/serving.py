@@ -8,7 +8,7 @@ the same number); `pool` cases start from the KV memory the engine reported.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rigspark_gui.catalog.models import load_entry
@@ -21,7 +21,7 @@ from rigspark_gui.core.serving import (
     size_serving,
     vllm_pool,
 )
-from rigspark_gui.core.settings import make_settings
+from rigspark_gui.formats.settings import make_settings
 
 CASES = Path(__file__).with_name("serving_cases.json")
 GIB = 1 << 30
@@ -70,9 +70,7 @@ def _budget(case: dict[str, object]) -> Outcome:
         nvlink=bool(case.get("nvlink", False)),
         compute_capability="9.0" if case.get("nvlink") else None,
     )
-    rig = Rig(
-        gpus=tuple(gpu.model_copy(update={"index": i}) for i in range(n)), ram_total_bytes=1 << 40
-    )
+    rig = Rig(gpus=tuple(replace(gpu, index=i) for i in range(n)), ram_total_bytes=1 << 40)
     s = make_settings(
         backend=case["engine"],
         context=case["context"],

@@ -8,13 +8,14 @@ speed (1 / TPOT) it reported.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from rigspark_gui.catalog.models import load_entry
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import size_serving
-from rigspark_gui.core.settings import make_settings
+from rigspark_gui.formats.settings import make_settings
 
 GIB = 1 << 30
 # spec sheets: memory GiB, bandwidth GB/s, dense FP16 TFLOPS
@@ -92,7 +93,7 @@ def predict(c: Case) -> tuple[float, float, float]:
         fp16_tflops=tflops, compute_capability="9.0" if "H100" in c.gpu else "8.0",
         nvlink="RTX" not in c.gpu,
     )  # fmt: skip
-    rig = Rig(gpus=tuple(gpu.model_copy(update={"index": i}) for i in range(c.tp)),
+    rig = Rig(gpus=tuple(replace(gpu, index=i) for i in range(c.tp)),
               ram_total_bytes=512 * GIB)  # fmt: skip
     g = load_entry(c.model).geometry
     s = make_settings(backend="vllm", context=4096, prompt_tokens=c.depth)

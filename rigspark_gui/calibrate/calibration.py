@@ -8,12 +8,14 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
-from rigspark_gui.core.record import ConfigDict, Field, Record, ValidationError
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import (
@@ -43,7 +45,7 @@ VISIBLE_ENV = {
 Progress = Callable[[int, int, str], None]  # step, steps, what
 
 
-class DeviceRun(Record):
+class DeviceRun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     device: str  # cpu | gpu:N
     device_name: str
@@ -63,7 +65,7 @@ class DeviceRun(Record):
         return self.measured_prefill_tok_s / p if p else None
 
 
-class LocalCalibration(Record):
+class LocalCalibration(BaseModel):
     """What one calibration run measured, with its provenance."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -112,13 +114,12 @@ def apply(model: SpeedModel, cal: LocalCalibration | None) -> SpeedModel:
     """The prior with this machine's measured scales on top."""
     if cal is None or not cal.runs:
         return model
-    return model.model_copy(
-        update={
-            "local_decode_scale": cal.scales(),
-            "local_prefill_scale": cal.scales(prefill=True),
-            "local_basis": cal.basis(),
-            "local_band": LOCAL_BAND,
-        }
+    return replace(
+        model,
+        local_decode_scale=cal.scales(),
+        local_prefill_scale=cal.scales(prefill=True),
+        local_basis=cal.basis(),
+        local_band=LOCAL_BAND,
     )
 
 
@@ -157,7 +158,7 @@ def _predict(
     s = PlanSettings(context=1024, prompt_tokens=N_PROMPT + N_GEN // 2)
     placement = uniform_placement(g, rig, s, device)
     decode = estimate_decode(placement, g, layout, rig, s, prior)
-    s_pp = s.model_copy(update={"prompt_tokens": N_PROMPT})
+    s_pp = replace(s, prompt_tokens=N_PROMPT)
     prefill = estimate_prefill(placement, g, layout, rig, s_pp, prior)
     pp = N_PROMPT / prefill.seconds if prefill.seconds else None
     return decode.tok_s, pp
@@ -196,9 +197,7 @@ def run_calibration(
         if progress is not None:
             progress(step, steps, what)
 
-    prior = prior.model_copy(
-        update={"local_decode_scale": {}, "local_prefill_scale": {}, "local_basis": ""}
-    )
+    prior = replace(prior, local_decode_scale={}, local_prefill_scale={}, local_basis="")
     with tempfile.TemporaryDirectory(prefix="rigspark-calibrate-", dir=workdir) as tmp:
         tick("checking llama.cpp")
         version = runner.version(cancel)

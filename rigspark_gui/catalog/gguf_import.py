@@ -25,10 +25,10 @@ import numpy.typing as npt
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 
 from rigspark_gui.catalog.gguf_names import SPLIT_NAME as _SPLIT_NAME
-from rigspark_gui.core.errors import ModelImportError
+from rigspark_gui.core.errors import ModelImportError, validation_message
 from rigspark_gui.core.ggml_types import GGML_TYPES_BY_ID
 from rigspark_gui.core.model_spec import Geometry, ModelSpec, TensorGroup, TensorInfo
-from rigspark_gui.core.record import ValidationError
+from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["FILE_TYPE_LABELS", "import_gguf", "swa_period"]
 
@@ -636,7 +636,7 @@ def _geometry(m: _Meta, arch: str, tensors: dict[str, _RawTensor]) -> Geometry:
     sliding_window, swa_pattern = _sliding_window(m, arch, n_layer)
 
     try:
-        return Geometry(
+        return GeometryFile(
             architecture=arch,
             n_layer=n_layer,
             n_embd=n_embd,
@@ -661,8 +661,8 @@ def _geometry(m: _Meta, arch: str, tensors: dict[str, _RawTensor]) -> Geometry:
             q_lora_rank=q_lora_rank,
             rope_head_dim=rope_head_dim,
             context_length=context_length,
-        )
-    except ValidationError as exc:
+        ).to_record()
+    except ValueError as exc:  # pydantic's ValidationError, or fields that disagree
         m.fail(f"unusable geometry ({_validation_reason(exc)})")
 
 
@@ -694,11 +694,8 @@ def _sliding_window(m: _Meta, arch: str, n_layer: int) -> tuple[int | None, int 
     return window, period
 
 
-def _validation_reason(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err.get("loc", ()))
-    msg = " ".join(str(err.get("msg", "")).split())
-    return f"{loc}: {msg}" if loc else msg
+def _validation_reason(exc: ValueError) -> str:
+    return " ".join(validation_message(exc).split())
 
 
 # --------------------------------------------------------------------------- assembly
@@ -837,5 +834,5 @@ def import_gguf(path: str | os.PathLike[str]) -> ModelSpec:
             source=str(first.path),
             imported=True,
         )
-    except ValidationError as exc:
+    except ValueError as exc:
         m.fail(f"unusable model ({_validation_reason(exc)})")

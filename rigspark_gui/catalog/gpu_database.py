@@ -10,20 +10,15 @@ leaves them unknown.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError
-from rigspark_gui.core.record import (
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    Record,
-    ValidationError,
-    field_validator,
-)
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 
 GPU_DATABASE_SCHEMA_VERSION = 1
@@ -56,7 +51,7 @@ def normalize_gpu_name(name: str) -> str:
     return " ".join(words)
 
 
-class GpuSpec(Record):
+class GpuSpec(BaseModel):
     """One database entry. Every figure comes from `source`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,7 +94,7 @@ class GpuSpec(Record):
         return tuple(dict.fromkeys(normalize_gpu_name(n) for n in (self.name, *self.aliases)))
 
 
-class GpuDatabase(Record):
+class GpuDatabase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: int = GPU_DATABASE_SCHEMA_VERSION
     gpus: tuple[GpuSpec, ...] = ()
@@ -178,7 +173,7 @@ class GpuDatabase(Record):
                 if getattr(gpu, field) is None and field not in provenance:
                     provenance[field] = Provenance(basis=Basis.UNKNOWN, source=reason)
             unknown_note = f"{reason}: figures its driver did not report stay unknown"
-            return gpu.model_copy(update={"provenance": provenance}), unknown_note
+            return replace(gpu, provenance=provenance), unknown_note
 
         from_spec = Provenance(basis=Basis.SPEC, source=spec.source)
         updates: dict[str, Any] = {}
@@ -226,7 +221,7 @@ class GpuDatabase(Record):
         if spec.unified and not gpu.unified and _not_measured(gpu, "unified"):
             updates["unified"] = True
             provenance["unified"] = from_spec
-        filled = Gpu.model_validate({**gpu.model_dump(), **updates, "provenance": provenance})
+        filled = replace(gpu, **updates, provenance=provenance)
         return filled, "; ".join(notes) or None
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
 from rigspark_gui.catalog.gguf_import import swa_period
-from rigspark_gui.core.errors import ModelImportError
+from rigspark_gui.core.errors import ModelImportError, validation_message
 from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec
-from rigspark_gui.core.record import ValidationError
+from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["SYNTHESIZED_QUANTS", "HfImport", "import_hf", "import_hf_config"]
 
@@ -433,7 +433,7 @@ def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometr
 
     sliding_window, swa_pattern = _sliding_window(c, arch, n_layer)
     try:
-        geometry = Geometry(
+        geometry = GeometryFile(
             architecture=arch,
             n_layer=n_layer,
             n_embd=n_embd,
@@ -450,14 +450,10 @@ def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometr
             context_length=context,
             **moe,
             **mla,
-        )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err.get("loc", ()))
-        msg = " ".join(str(err.get("msg", "")).split())
-        raise ModelImportError(
-            f"{fname}: unusable geometry ({loc + ': ' if loc else ''}{msg})"
-        ) from exc
+        ).to_record()
+    except ValueError as exc:  # pydantic's ValidationError, or fields that disagree
+        msg = " ".join(validation_message(exc).split())
+        raise ModelImportError(f"{fname}: unusable geometry ({msg})") from exc
     return geometry, arch
 
 
@@ -525,10 +521,8 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
                 path=str(folder),
             ),
         )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err.get("loc", ()))
-        raise ModelImportError(f"{fname}: unusable model ({loc}: {err.get('msg', '')})") from None
+    except ValueError as exc:
+        raise ModelImportError(f"{fname}: unusable model ({validation_message(exc)})") from None
     return HfImport(spec=spec, config_path=config_path, safetensors_total_bytes=total)
 
 

@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
@@ -116,14 +116,13 @@ def read_local_model(model: LocalModel) -> ModelSpec:
         from rigspark_gui.catalog.gguf_import import import_gguf
 
         spec = import_gguf(model.path)
-    return spec.model_copy(
-        update={
-            "id": local_model_id(model),
-            "family": "On this computer",
-            "ollama_tag": model.ollama_tag,
-            "hf_repo": model.hf_repo,
-            "name": f"{model.name} ({model.store})"[:300],
-        }
+    return replace(
+        spec,
+        id=local_model_id(model),
+        family="On this computer",
+        ollama_tag=model.ollama_tag,
+        hf_repo=model.hf_repo,
+        name=f"{model.name} ({model.store})"[:300],
     )
 
 

@@ -6,14 +6,17 @@ and one `CatalogError` per bad entry, naming the entry's id and the field at fau
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec, QuantFile
-from rigspark_gui.core.record import ConfigDict, Field, PrivateAttr, Record, ValidationError
+from rigspark_gui.core.model_spec import Checkpoint, ModelSpec
+from rigspark_gui.formats.model_spec import GeometryRecord, QuantFileRecord
 from rigspark_gui.resources import data_file
 
 CATALOG_SCHEMA_VERSION = 1
@@ -30,8 +33,10 @@ NATIVE_CHECKPOINTS = {
 }
 
 
-class CatalogEntry(Record):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class CatalogEntry(BaseModel):
+    """One entry of `data/models.json` (the file format; `to_spec` gives the engine's)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)
     name: str = Field(min_length=1, max_length=200)
     family: str = Field(min_length=1, max_length=100)
@@ -41,8 +46,8 @@ class CatalogEntry(Record):
     verified_from: str = ""
     params_b: float | None = Field(default=None, gt=0)
     native_dtype: str = "bfloat16"
-    geometry: Geometry
-    published: dict[str, QuantFile] = Field(default_factory=dict)
+    geometry: GeometryRecord
+    published: dict[str, QuantFileRecord] = Field(default_factory=dict)
 
     def quants(self) -> tuple[str, ...]:
         return self._quant_list()[0]
@@ -71,11 +76,11 @@ class CatalogEntry(Record):
         )
 
 
-class Catalog(Record):
-    model_config = ConfigDict(frozen=True)
+@dataclass(slots=True)
+class Catalog:
     entries: tuple[CatalogEntry, ...]
     errors: tuple[str, ...] = ()
-    _specs: tuple[ModelSpec, ...] | None = PrivateAttr(default=None)
+    _specs: tuple[ModelSpec, ...] | None = field(default=None, repr=False, compare=False)
 
     def specs(self) -> tuple[ModelSpec, ...]:
         """Every entry as a plannable model (built once: parsing already made them)."""
@@ -110,7 +115,7 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
         try:
             entry = CatalogEntry.model_validate(item)
             spec = entry.to_spec()
-        except ValidationError as err:
+        except (ValidationError, ValueError) as err:
             errors.append(f"catalog entry {ident!s}: {validation_message(err)}")
             continue
         if entry.id in seen:

@@ -7,15 +7,16 @@ from pathlib import Path
 
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.record import ValidationError
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.resources import data_file
 
 
 def parse_speed_model(raw: object, where: str = "speed_model.json") -> SpeedModel:
+    from rigspark_gui.formats.speed import SpeedModelFile
+
     try:
-        return SpeedModel.model_validate(raw)
-    except ValidationError as err:
+        return SpeedModelFile.model_validate(raw).to_record()  # type: ignore[no-any-return]
+    except ValueError as err:
         raise CatalogError(f"{where}: {validation_message(err)}") from None
 
 

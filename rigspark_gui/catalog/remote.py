@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -270,7 +270,7 @@ def model_from_url(url: str, cache: Path, progress: Progress | None = None) -> M
         raise RemoteError(f"--model-url takes an http(s) URL, got {url[:80]!r}")
     fetched = fetch_header(url, cache, progress=progress)
     spec = import_gguf(fetched.path)
-    return spec.model_copy(update={"source": url})
+    return replace(spec, source=url)
 
 
 # ---------------------------------------------------------------- Hugging Face
@@ -313,7 +313,7 @@ def model_from_hf(text: str, cache: Path, progress: Progress | None = None) -> M
     from rigspark_gui.catalog.gguf_import import import_gguf
 
     spec = import_gguf(fetched.path)
-    return spec.model_copy(update={"source": f"hf:{repo}:{choice['quant']}", "hf_repo": repo})
+    return replace(spec, source=f"hf:{repo}:{choice['quant']}", hf_repo=repo)
 
 
 def _hf_token() -> str | None:
@@ -395,4 +395,4 @@ def _native(repo: str, url: str, cache: Path, token: str | None) -> ModelSpec:
         path.write_bytes(body)
     result = import_hf_config(path)
     spec: ModelSpec = getattr(result, "spec", result)
-    return spec.model_copy(update={"hf_repo": repo, "source": f"hf:{repo}"})
+    return replace(spec, hf_repo=repo, source=f"hf:{repo}")

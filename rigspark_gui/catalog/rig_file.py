@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from rigspark_gui.catalog.json_file import read_json
 from rigspark_gui.core.errors import InvalidRigError, validation_message
-from rigspark_gui.core.record import ValidationError
 from rigspark_gui.core.rig import Rig
 
 MAX_RIG_BYTES = 4 << 20
@@ -37,9 +37,11 @@ def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
             {"index": i, **g} if isinstance(g, dict) and "index" not in g else g
             for i, g in enumerate(gpus)
         ]
+    from rigspark_gui.formats.rig import read_rig
+
     try:
-        rig = Rig.model_validate(raw)
-    except ValidationError as err:
+        rig = read_rig(raw)
+    except ValueError as err:  # pydantic's ValidationError is a ValueError
         raise InvalidRigError(f"{source}: {validation_message(err)}") from None
     if callable(database):
         database = database() if rig.gpus else None
@@ -52,7 +54,7 @@ def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
         filled.append(g)
         if note and note not in notes:
             notes.append(note)
-    return rig.model_copy(update={"gpus": tuple(filled), "notes": tuple(notes)})
+    return replace(rig, gpus=tuple(filled), notes=tuple(notes))
 
 
 def load_rig(path: Path, database: Database) -> Rig:
@@ -63,5 +65,6 @@ def load_rig(path: Path, database: Database) -> Rig:
 
 def save_rig(rig: Rig, path: Path) -> None:
     from rigspark_gui.catalog.durable import write_text_atomic  # writing: not on a plan's path
+    from rigspark_gui.formats.rig import rig_json
 
-    write_text_atomic(Path(path), rig.model_dump_json(indent=2, exclude_defaults=False) + "\n")
+    write_text_atomic(Path(path), rig_json(rig) + "\n")

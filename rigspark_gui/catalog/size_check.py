@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rigspark_gui.catalog.models import Catalog
 from rigspark_gui.core.memory import file_bytes_estimate, weights_layout
-from rigspark_gui.core.record import Record
 
 # Publishers whose files are made with llama-quantize's default recipe. Qwen's own
 # small-model GGUFs keep more tensors at high precision and are excluded from the
@@ -12,7 +13,8 @@ from rigspark_gui.core.record import Record
 STOCK_RECIPE_PUBLISHERS = ("bartowski/", "TheBloke/", "lmstudio-community/", "unsloth/")
 
 
-class SizeCheck(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SizeCheck:
     model_id: str
     quant: str
     published_bytes: int

@@ -6,13 +6,14 @@ without rendering anything.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import device_compute_bytes, kv_total_bytes, weights_layout
-from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.paths import Verdict
 from rigspark_gui.core.placement import HEADROOM
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text
@@ -38,31 +39,38 @@ SEGMENT_LABELS = {
 }
 
 
-class BarSegment(Frozen):
-    role: str = Field(description="weights, kv, compute, reserve or shortfall")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BarSegment:
+    # weights, kv, compute, reserve or shortfall
+    role: str
     start_gib: float
     width_gib: float
     n_bytes: int
 
 
-class FitRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitRow:
     label: str
     segments: tuple[BarSegment, ...]
-    capacity_gib: float = Field(description="the limit line: usable memory plus reserve")
-    margin_gib: float = Field(
-        description="where the margin kept free starts: a bar must end before it to fit"
-    )
-    status: str = Field(description="fits, tight or over")
-    annotation: str = Field(description="text beside the bar")
+    # the limit line: usable memory plus reserve
+    capacity_gib: float
+    # where the margin kept free starts: a bar must end before it to fit
+    margin_gib: float
+    # fits, tight or over
+    status: str
+    # text beside the bar
+    annotation: str
     recommended: bool
 
 
-class FitChart(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitChart:
     rows: tuple[FitRow, ...]
     x_max_gib: float
 
 
-class SpeedRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedRow:
     label: str
     tok_s: float | None = None
     low_tok_s: float | None
@@ -71,7 +79,8 @@ class SpeedRow(Frozen):
     annotation: str
 
 
-class SpeedChart(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedChart:
     rows: tuple[SpeedRow, ...]
     x_max_tok_s: float
 
@@ -152,18 +161,21 @@ def speed_chart(plan: Plan) -> SpeedChart:
     return SpeedChart(rows=tuple(rows), x_max_tok_s=top * 1.25)
 
 
-class Curve(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Curve:
     label: str
     contexts: tuple[int, ...]
     gib: tuple[float, ...]
 
 
-class LimitLine(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitLine:
     label: str
     gib: float
 
 
-class KvChart(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvChart:
     curves: tuple[Curve, ...]
     limits: tuple[LimitLine, ...]
 
@@ -204,7 +216,7 @@ def kv_memory_chart(
         fa = s.flash_attn or (k.quantized and s.backend.ggml_based)
         values = []
         for c in ctxs:
-            sc = s.model_copy(update={"context": c, "kv_k": k, "kv_v": k, "flash_attn": fa})
+            sc = replace(s, context=c, kv_k=k, kv_v=k, flash_attn=fa)
             compute = device_compute_bytes(g, sc, list(range(g.n_layer)), True)
             values.append((weights + kv_total_bytes(g, sc) + compute) / GIB)
         curves.append(Curve(label=k.value, contexts=tuple(ctxs), gib=tuple(values)))

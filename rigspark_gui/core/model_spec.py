@@ -7,17 +7,15 @@ onto them without translation tables in the engine.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidModelError
-from rigspark_gui.core.frozen import Frozen
 from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
 from rigspark_gui.core.quality import QuantQuality
-from rigspark_gui.core.record import Field, model_validator
 
 __all__ = [
     "Checkpoint",
-    "Frozen",
     "Geometry",
     "ModelSpec",
     "QuantFile",
@@ -27,44 +25,50 @@ __all__ = [
 ]
 
 
-class Geometry(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Geometry:
     """Architecture and shape of one model, enough to size weights, KV and compute."""
 
-    architecture: str = Field(description="llama.cpp architecture name, e.g. llama, qwen2")
-    n_layer: int = Field(gt=0, le=4096)
-    n_embd: int = Field(gt=0, le=1 << 20)
-    n_head: int = Field(gt=0, le=4096)
-    n_head_kv: int = Field(ge=0, le=4096)
-    n_head_kv_per_layer: tuple[int, ...] | None = Field(
-        default=None, description="KV heads of each layer where they differ; 0 = no KV"
-    )
-    head_dim_k: int = Field(gt=0, le=65536)
-    head_dim_v: int = Field(gt=0, le=65536)
-    n_vocab: int = Field(gt=0, le=1 << 24)
-    n_ff: int = Field(ge=0, le=1 << 22, description="dense FFN width (0 when every layer is MoE)")
+    # llama.cpp architecture name, e.g. llama, qwen2
+    architecture: str
+    n_layer: int
+    n_embd: int
+    n_head: int
+    n_head_kv: int
+    # KV heads of each layer where they differ; 0 = no KV
+    n_head_kv_per_layer: tuple[int, ...] | None = None
+    head_dim_k: int
+    head_dim_v: int
+    n_vocab: int
+    # dense FFN width (0 when every layer is MoE)
+    n_ff: int
     tied_embeddings: bool = False
-    n_expert: int = Field(default=0, ge=0, le=4096)
-    n_expert_used: int = Field(default=0, ge=0, le=4096)
-    n_ff_expert: int = Field(default=0, ge=0, le=1 << 22)
-    n_shared_expert: int = Field(default=0, ge=0, le=64)
-    n_ff_shared_expert: int = Field(default=0, ge=0, le=1 << 22)
-    n_dense_lead: int = Field(default=0, ge=0, description="leading dense layers of a MoE model")
-    moe_every: int = Field(default=1, ge=1, description="every k-th layer is MoE (Llama 4)")
-    sliding_window: int | None = Field(default=None, gt=0)
-    swa_pattern: int | None = Field(
-        default=None, ge=1, description="period p: layer i slides iff i mod p < p - 1"
-    )
-    kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA latent width")
-    q_lora_rank: int | None = Field(default=None, gt=0)
-    rope_head_dim: int | None = Field(default=None, gt=0, description="MLA rotary part of K")
-    recurrent_layers: tuple[int, ...] = Field(
-        default=(), description="layers holding recurrent state instead of KV"
-    )
-    recurrent_r_values: int = Field(default=0, ge=0, description="conv state values per layer")
-    recurrent_s_values: int = Field(default=0, ge=0, description="ssm state values per layer")
-    context_length: int = Field(gt=0, le=1 << 24, description="trained context, tokens")
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_expert: int = 0
+    n_shared_expert: int = 0
+    n_ff_shared_expert: int = 0
+    # leading dense layers of a MoE model
+    n_dense_lead: int = 0
+    # every k-th layer is MoE (Llama 4)
+    moe_every: int = 1
+    sliding_window: int | None = None
+    # period p: layer i slides iff i mod p < p - 1
+    swa_pattern: int | None = None
+    # MLA latent width
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    # MLA rotary part of K
+    rope_head_dim: int | None = None
+    # layers holding recurrent state instead of KV
+    recurrent_layers: tuple[int, ...] = ()
+    # conv state values per layer
+    recurrent_r_values: int = 0
+    # ssm state values per layer
+    recurrent_s_values: int = 0
+    # trained context, tokens
+    context_length: int
 
-    @model_validator(mode="after")
     def _consistent(self) -> Geometry:
         if self.n_head_kv_per_layer is not None and len(self.n_head_kv_per_layer) != self.n_layer:
             raise ValueError("n_head_kv_per_layer must list one value per layer")
@@ -102,6 +106,9 @@ class Geometry(Frozen):
             return False
         return (layer + 1) % self.moe_every == 0 if self.moe_every > 1 else True
 
+    def __post_init__(self) -> None:
+        self._consistent()
+
 
 class TensorGroup(StrEnum):
     INPUT = "input"
@@ -109,7 +116,8 @@ class TensorGroup(StrEnum):
     OUTPUT = "output"
 
 
-class TensorInfo(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorInfo:
     """One weight tensor: ggml type name and shape (ne0 first, as ggml stores it)."""
 
     name: str
@@ -117,10 +125,11 @@ class TensorInfo(Frozen):
     shape: tuple[int, ...]
     group: TensorGroup
     layer: int | None = None
-    expert: bool = Field(default=False, description="a routed-expert tensor (ffn_*_exps)")
-    n_bytes: int = Field(default=-1, description="bytes; computed from type and shape if -1")
+    # a routed-expert tensor (ffn_*_exps)
+    expert: bool = False
+    # bytes; computed from type and shape if -1
+    n_bytes: int = -1
 
-    @model_validator(mode="after")
     def _fill_bytes(self) -> TensorInfo:
         if self.n_bytes < 0:
             ggml_type(self.type)
@@ -134,55 +143,64 @@ class TensorInfo(Frozen):
             n *= d
         return n
 
+    def __post_init__(self) -> None:
+        self._fill_bytes()
 
-class QuantFile(Frozen):
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuantFile:
     """A published file of one quantization, cited."""
 
-    file_bytes: int = Field(gt=0)
+    file_bytes: int
     source: str
 
 
-class Checkpoint(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoint:
     """The Hugging Face checkpoint a serving engine would load, when it was read."""
 
-    format: str = Field(description="BF16, FP8, INT8, AWQ or GPTQ (from config.json)")
-    total_bytes: int | None = Field(default=None, ge=0, description="its safetensors bytes")
+    # BF16, FP8, INT8, AWQ or GPTQ (from config.json)
+    format: str
+    # its safetensors bytes
+    total_bytes: int | None = None
     source: str = ""
-    path: str = Field(default="", description="the folder holding it, when it was read")
+    # the folder holding it, when it was read
+    path: str = ""
 
 
-class ModelSpec(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
     """A plannable model. Weights come from an exact tensor list (a GGUF header)
     or, for catalog models, are synthesized per quantization from the geometry."""
 
-    id: str = Field(min_length=1, max_length=200)
-    name: str = Field(min_length=1, max_length=300)
+    id: str
+    name: str
     family: str = ""
     geometry: Geometry
-    tensors: tuple[TensorInfo, ...] | None = Field(
-        default=None, description="exact tensors (GGUF); fixes the quantization"
-    )
-    file_quant: str | None = Field(default=None, description="quant label of an imported file")
-    quants: tuple[str, ...] = Field(default=(), description="quantizations available, best first")
-    dominated: dict[str, str] = Field(
-        default_factory=dict,
-        description="quantizations Auto never picks: quant -> a smaller one of better "
-        "quality ('' when its quality is not measured)",
-    )
-    quality: dict[str, QuantQuality] = Field(
-        default_factory=dict, description="measured quality cost of each quantization"
-    )
-    published: dict[str, QuantFile] = Field(default_factory=dict)
-    cpu_only_quants: tuple[str, ...] = Field(default=(), description="BitNet-style, CPU only")
-    source: str = Field(default="", description="where it came from: config, file or URL")
+    # exact tensors (GGUF); fixes the quantization
+    tensors: tuple[TensorInfo, ...] | None = None
+    # quant label of an imported file
+    file_quant: str | None = None
+    # quantizations available, best first
+    quants: tuple[str, ...] = ()
+    # quantizations Auto never picks: quant -> a smaller one of better quality ('' when its
+    # quality is not measured)
+    dominated: dict[str, str] = field(default_factory=dict)
+    # measured quality cost of each quantization
+    quality: dict[str, QuantQuality] = field(default_factory=dict)
+    published: dict[str, QuantFile] = field(default_factory=dict)
+    # BitNet-style, CPU only
+    cpu_only_quants: tuple[str, ...] = ()
+    # where it came from: config, file or URL
+    source: str = ""
     imported: bool = False
-    hf_repo: str = Field(default="", description="its Hugging Face repository, if known")
-    ollama_tag: str = Field(default="", description="its name in Ollama's store, if it is there")
-    checkpoint: Checkpoint | None = Field(
-        default=None, description="a native checkpoint's format and size (serving engines)"
-    )
+    # its Hugging Face repository, if known
+    hf_repo: str = ""
+    # its name in Ollama's store, if it is there
+    ollama_tag: str = ""
+    # a native checkpoint's format and size (serving engines)
+    checkpoint: Checkpoint | None = None
 
-    @model_validator(mode="after")
     def _has_weights(self) -> ModelSpec:
         if self.tensors is None and not self.quants:
             raise ValueError("a model needs exact tensors or at least one quantization")
@@ -202,6 +220,9 @@ class ModelSpec(Frozen):
     def auto_quants(self) -> tuple[str, ...]:
         """What Auto tries, best quality first: every quantization but dominated ones."""
         return tuple(q for q in self.available_quants if q not in self.dominated)
+
+    def __post_init__(self) -> None:
+        self._has_weights()
 
 
 def require_quant(spec: ModelSpec, quant: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -22,7 +23,7 @@ from rigspark_gui.core.memory import (
     weights_floor,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     HEADROOM,
@@ -39,7 +40,6 @@ from rigspark_gui.core.placement import (
     uniform_placement,
 )
 from rigspark_gui.core.quality import QuantQuality
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings
@@ -107,52 +107,55 @@ class Verdict(StrEnum):
         return {"fits": "✓", "tight": "⚠", "does not fit": "✗"}[self.value]
 
 
-class MemoryBreakdown(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryBreakdown:
     weights_bytes: int
     kv_bytes: int
     compute_bytes: int
     reserve_bytes: int
 
 
-class QuantOption(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuantOption:
     """One rung of a path's quality/speed ladder: a quantization that fits there."""
 
     quant: str
     required_bytes: int
-    tok_s: float | None = Field(description="decode point estimate; None when unknown")
-    quality: QuantQuality | None = Field(default=None, description="its measured quality cost")
+    # decode point estimate; None when unknown
+    tok_s: float | None
+    # its measured quality cost
+    quality: QuantQuality | None = None
 
 
-class PathPlan(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathPlan:
     path: PathName
     fits: bool
-    quant: str | None = Field(description="best quantization that fits, or the one shown")
+    # best quantization that fits, or the one shown
+    quant: str | None
     required_bytes: int
     usable_bytes: int
-    shortfall_bytes: int | None = Field(
-        description="extra usable memory needed before the smallest quantization fits"
-    )
+    # extra usable memory needed before the smallest quantization fits
+    shortfall_bytes: int | None
     reason: Reason | None
     gpu_count: int
     devices: tuple[str, ...]
-    ngl: int | None = Field(description="llama.cpp -ngl of this path's placement")
-    tensor_split: tuple[float, ...] | None = Field(
-        default=None, description="llama.cpp --tensor-split when the default one would not fit"
-    )
+    # llama.cpp -ngl of this path's placement
+    ngl: int | None
+    # llama.cpp --tensor-split when the default one would not fit
+    tensor_split: tuple[float, ...] | None = None
     breakdown: MemoryBreakdown
     throughput: Throughput
     prefill: Prefill
     file_bytes: int
-    ladder: tuple[QuantOption, ...] = Field(
-        default=(), description="every quantization that fits on this path, best quality first"
-    )
-    choice: str = Field(default="", description="why this quantization, in one sentence")
-    quality: QuantQuality | None = Field(
-        default=None, description="the quantization's measured quality cost, with its basis"
-    )
-    serving: ServingPlan | None = Field(
-        default=None, description="a serving engine's own start-up figures (vLLM, SGLang)"
-    )
+    # every quantization that fits on this path, best quality first
+    ladder: tuple[QuantOption, ...] = ()
+    # why this quantization, in one sentence
+    choice: str = ""
+    # the quantization's measured quality cost, with its basis
+    quality: QuantQuality | None = None
+    # a serving engine's own start-up figures (vLLM, SGLang)
+    serving: ServingPlan | None = None
 
     @property
     def tok_s(self) -> float | None:
@@ -421,10 +424,8 @@ def quants_to_try(spec: ModelSpec, s: PlanSettings, cand: PathCandidate) -> list
 def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ranges) -> Placement:
     slots = [d for d, lo, hi in ranges for _ in range(lo, hi)]
     p = uniform_placement(spec.geometry, rig, s, CPU)
-    units = tuple(
-        u if u.index < 0 else u.model_copy(update={"device": slots[u.index]}) for u in p.units
-    )
-    return p.model_copy(update={"units": units})
+    units = tuple(u if u.index < 0 else replace(u, device=slots[u.index]) for u in p.units)
+    return replace(p, units=units)
 
 
 class PathSearch(NamedTuple):
@@ -580,7 +581,7 @@ def search_path(
     shown = chosen[0] if chosen is not None else last
     assert shown is not None
     ladder = tuple(
-        QuantOption.model_construct(
+        QuantOption(
             quant=tr.quant,
             required_bytes=tr.m.required,
             tok_s=_tok_s(t),

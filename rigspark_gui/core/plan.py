@@ -3,13 +3,15 @@ KV-precision comparison. The single entry point the GUI, the CLI and reports sha
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from itertools import product
+from typing import Any
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
 from rigspark_gui.core.memory import repack_for, weights_layout
-from rigspark_gui.core.model_spec import Frozen, ModelSpec, require_quant
+from rigspark_gui.core.model_spec import ModelSpec, require_quant
 from rigspark_gui.core.paths import (
     PLAN_SCHEMA_VERSION,
     PathCandidate,
@@ -24,7 +26,6 @@ from rigspark_gui.core.paths import (
     recommended_placement,
 )
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
 from rigspark_gui.core.serving_paths import serving_loads, serving_paths
@@ -41,22 +42,28 @@ COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (
 VLLM_KV_PAIRS = ((KvCacheType.F16, KvCacheType.F16), (KvCacheType.FP8, KvCacheType.FP8))
 
 
-class KvPathLimit(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvPathLimit:
     path: PathName
     quant: str | None
-    max_context: int = Field(description="largest context that fits (0: none), step 256")
+    # largest context that fits (0: none), step 256
+    max_context: int
 
 
-class KvComparisonRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvComparisonRow:
     kv_k: KvCacheType
     kv_v: KvCacheType
-    flash_attn: bool = Field(description="flash attention this pair needs or uses")
+    # flash attention this pair needs or uses
+    flash_attn: bool
     bytes_per_token: int
-    kv_bytes: int = Field(description="KV cache at the plan's context")
+    # KV cache at the plan's context
+    kv_bytes: int
     limits: tuple[KvPathLimit, ...]
 
 
-class Plan(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
     schema_version: int = PLAN_SCHEMA_VERSION
     model_id: str
     model_name: str
@@ -65,17 +72,15 @@ class Plan(Frozen):
     settings: PlanSettings
     paths: tuple[PathPlan, ...]
     recommended: PathName | None
-    placement: Placement | None = Field(description="the recommended (or nearest) path's")
+    # the recommended (or nearest) path's
+    placement: Placement | None
     device_loads: tuple[DeviceLoad, ...]
     kv_comparison: tuple[KvComparisonRow, ...] = ()
     notes: tuple[str, ...] = ()
-    serving: ServingPlan | None = Field(
-        default=None, description="vLLM/SGLang: the recommended (or shown) path's figures"
-    )
-    launch: ClusterLaunch | None = Field(
-        default=None,
-        description="a script per host in start order: serving engines and multi-host paths",
-    )
+    # vLLM/SGLang: the recommended (or shown) path's figures
+    serving: ServingPlan | None = None
+    # a script per host in start order: serving engines and multi-host paths
+    launch: ClusterLaunch | None = None
 
 
 def _validate(spec: ModelSpec, s: PlanSettings) -> None:
@@ -149,20 +154,18 @@ def _record(
     s: PlanSettings,
     paths: tuple[PathPlan, ...],
     recommended: PathPlan | None,
-    **rest: object,
+    **rest: Any,
 ) -> Plan:
     """A Plan with the fields every engine's plan shares filled in."""
-    return Plan.model_validate(
-        {
-            "model_id": spec.id,
-            "model_name": spec.name,
-            "rig_name": rig.name,
-            "unified_memory": rig.unified_memory,
-            "settings": s,
-            "paths": paths,
-            "recommended": recommended.path if recommended else None,
-            **rest,
-        }
+    return Plan(
+        model_id=spec.id,
+        model_name=spec.name,
+        rig_name=rig.name,
+        unified_memory=rig.unified_memory,
+        settings=s,
+        paths=paths,
+        recommended=recommended.path if recommended else None,
+        **rest,
     )
 
 
@@ -200,7 +203,7 @@ def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate,
     repack = repack_for(spec, quant, rig.cpu.features)
 
     def fits(units: int) -> bool:
-        ev = FitEvaluator(g, layout, rig, s.model_copy(update={"context": units * KV_PAD}), repack)
+        ev = FitEvaluator(g, layout, rig, replace(s, context=units * KV_PAD), repack)
         return measure_path(path_slots(ev, cand)[3], cand).fits
 
     top = g.context_length // KV_PAD
@@ -240,7 +243,7 @@ def kv_comparison(
     g = spec.geometry
     for k, v in pairs:
         fa = s.flash_attn or (v.quantized and s.backend.ggml_based)
-        s2 = s.model_copy(update={"kv_k": k, "kv_v": v, "flash_attn": fa})
+        s2 = replace(s, kv_k=k, kv_v=v, flash_attn=fa)
         try:
             ctx = FitContext(g, rig, s2)
         except InvalidSettingsError:
@@ -276,7 +279,7 @@ def _serving_kv_rows(
     g = spec.geometry
     rows = []
     for k, v in VLLM_KV_PAIRS:
-        s2 = s.model_copy(update={"kv_k": k, "kv_v": v})
+        s2 = replace(s, kv_k=k, kv_v=v)
         per_path = {p.path: p for p in serving_paths(spec, rig, s2, None, ladders=False)}
         per_token = kv_bytes_per_token(g, range(g.n_layer), 1, 1 if k is KvCacheType.FP8 else 2)
         limits = tuple(

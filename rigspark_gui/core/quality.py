@@ -10,9 +10,7 @@ quantizations Auto tries, and a type that is both larger and worse than another
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-
-from rigspark_gui.core.frozen import Frozen
-from rigspark_gui.core.record import Field
+from dataclasses import dataclass, field
 
 FULL_PRECISION = frozenset({"F32", "F16", "BF16"})
 # words for a KL divergence, with the upper bound of each (llama.cpp's Llama 3 8B
@@ -35,16 +33,19 @@ def loss_words(kld: float | None) -> str:
     return next(words for bound, words in _WORDS if kld < bound)
 
 
-class QuantQuality(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuantQuality:
     quant: str
-    kld: float | None = Field(description="KL divergence to 16-bit as shown (None: unmeasured)")
-    kld_imatrix: float | None = Field(default=None, description="with an importance matrix")
-    kld_plain: float | None = Field(default=None, description="without an importance matrix")
+    # KL divergence to 16-bit as shown (None: unmeasured)
+    kld: float | None
+    # with an importance matrix
+    kld_imatrix: float | None = None
+    # without an importance matrix
+    kld_plain: float | None = None
     ppl_delta: float | None = None
     same_top_pct: float | None = None
-    reference_gib: float | None = Field(
-        default=None, description="its size on the measured model, for dominance"
-    )
+    # its size on the measured model, for dominance
+    reference_gib: float | None = None
     imatrix_required: bool = False
     words: str
     basis: str
@@ -59,14 +60,15 @@ class QuantQuality(Frozen):
         return f"{self.quant} · {self.words} · KLD ≈ {self.kld:.3g}"
 
 
-class QualityTable(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QualityTable:
     """Measured quality per quantization type, and the ordering it implies."""
 
     entries: dict[str, QuantQuality]
-    reference: str = Field(description="the model and source the figures come from")
-    kv_kld: dict[str, float] = Field(
-        default_factory=dict, description="KV cache types 'k/v' -> KL divergence to f16/f16"
-    )
+    # the model and source the figures come from
+    reference: str
+    # KV cache types 'k/v' -> KL divergence to f16/f16
+    kv_kld: dict[str, float] = field(default_factory=dict)
     kv_basis: str = ""
 
     def kv_words(self, k: str, v: str) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.paths import (
     GPU_ONLY,
     PathCandidate,
@@ -22,7 +23,6 @@ from rigspark_gui.core.paths import (
     search_path,
 )
 from rigspark_gui.core.placement import FitContext
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving_paths import serving_paths
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
@@ -40,7 +40,8 @@ class Verdict(StrEnum):
     NO = "no"
 
 
-class RankedModel(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedModel:
     model_id: str
     name: str
     family: str
@@ -53,7 +54,8 @@ class RankedModel(Frozen):
     low_tok_s: float | None
     high_tok_s: float | None
     note: str = ""
-    quality: str = Field(default="", description="the quantization's quality cost in words")
+    # the quantization's quality cost in words
+    quality: str = ""
 
 
 def _first_fit(
@@ -101,7 +103,7 @@ def rank_model(
     ctx = min(s.context, spec.geometry.context_length)
     settings = s
     if ctx != s.context or s.quant is not None:
-        settings = s.model_copy(update={"context": ctx, "quant": None})
+        settings = replace(s, context=ctx, quant=None)
     base: dict[str, Any] = {
         "model_id": spec.id,
         "name": spec.name,
@@ -160,7 +162,7 @@ def _rank_serving(
     try:
         paths = serving_paths(spec, rig, s, speed, ladders=False)
     except RigSparkError as err:
-        return RankedModel.model_validate(
+        return RankedModel(**
             {**base, "verdict": Verdict.NO, "path": None, "quant": None, "required_bytes": 0,
              "low_tok_s": None, "high_tok_s": None, "note": str(err)}
         )  # fmt: skip
@@ -170,7 +172,7 @@ def _rank_serving(
         short = near.shortfall_bytes
         refusal = near.serving.refusal if near.serving is not None else None
         note = f"needs {gib(short)} more on {near.path}" if short else (refusal or "")
-        return RankedModel.model_validate(
+        return RankedModel(**
             {**base, "verdict": Verdict.NO, "path": None, "quant": near.quant,
              "required_bytes": near.required_bytes, "low_tok_s": None, "high_tok_s": None,
              "note": note[:200]}
@@ -178,7 +180,7 @@ def _rank_serving(
     t = best.throughput
     line = s.min_tok_s or SLOW_TOK_S
     slow = t.tok_s is not None and t.tok_s < line
-    return RankedModel.model_validate(
+    return RankedModel(**
         {**base, "verdict": Verdict.SLOW if slow else Verdict.FITS, "path": best.path,
          "quant": best.quant, "required_bytes": best.required_bytes, "tok_s": t.tok_s,
          "low_tok_s": t.low_tok_s, "high_tok_s": t.high_tok_s,

@@ -6,9 +6,8 @@ name alone and filled from the GPU database by the catalog layer before planning
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
-
-from rigspark_gui.core.record import ConfigDict, Field, Record, model_validator
 
 RIG_SCHEMA_VERSION = 1
 GIB = 1 << 30
@@ -36,15 +35,16 @@ class Vendor(StrEnum):
     OTHER = "other"
 
 
-class Provenance(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
     basis: Basis
-    source: str = Field(default="", description="where a spec figure comes from, or why unknown")
+    # where a spec figure comes from, or why unknown
+    source: str = ""
 
 
-class DeviceSpec(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    provenance: dict[str, Provenance] = Field(default_factory=dict)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceSpec:
+    provenance: dict[str, Provenance] = field(default_factory=dict)
 
     def basis_of(self, field: str) -> Provenance:
         if field in self.provenance:
@@ -60,30 +60,28 @@ class DeviceSpec(Record):
 _PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Gpu(DeviceSpec):
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     vendor: Vendor = Vendor.OTHER
-    index: int = Field(default=0, ge=0)
-    memory_total_bytes: int | None = Field(default=None, ge=0)
-    memory_free_bytes: int | None = Field(default=None, ge=0)
-    bandwidth_gbps: float | None = Field(default=None, gt=0)
-    fp16_tflops: float | None = Field(default=None, gt=0)
-    reserve_bytes: int = Field(default=DEFAULT_GPU_RESERVE_BYTES, ge=0)
-    unified: bool = Field(default=False, description="shares system memory (Apple, iGPU)")
+    index: int = 0
+    memory_total_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    bandwidth_gbps: float | None = None
+    fp16_tflops: float | None = None
+    reserve_bytes: int = DEFAULT_GPU_RESERVE_BYTES
+    # shares system memory (Apple, iGPU)
+    unified: bool = False
     uuid: str | None = None
     compute_capability: str | None = None
     pcie_generation: int | None = None
     pcie_width: int | None = None
     display_attached: bool | None = None
-    nvlink: bool = Field(default=False, description="joined to its host's peers by NVLink")
-    host: str = Field(
-        default="",
-        max_length=200,
-        pattern=_PRINTABLE,
-        description="its host; '' = this one",
-    )
+    # joined to its host's peers by NVLink
+    nvlink: bool = False
+    # its host; '' = this one
+    host: str = ""
 
-    @model_validator(mode="after")
     def _free_within_total(self) -> Gpu:
         if (
             self.memory_total_bytes is not None
@@ -104,17 +102,21 @@ class Gpu(DeviceSpec):
     def capacity_bytes(self) -> int:
         return max(self.memory_bytes - self.reserve_bytes, 0)
 
+    def __post_init__(self) -> None:
+        self._free_within_total()
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Cpu(DeviceSpec):
     name: str = "CPU"
-    cores: int | None = Field(default=None, gt=0, description="physical cores")
-    threads: int | None = Field(default=None, gt=0)
-    memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
-    flops_gflops: float | None = Field(default=None, gt=0, description="f32 dense, all cores")
-    features: tuple[str, ...] = Field(
-        default=(),
-        description="instruction sets llama.cpp's CPU backend repacks weights for: avx2, avx512",
-    )
+    # physical cores
+    cores: int | None = None
+    threads: int | None = None
+    memory_bandwidth_gbps: float | None = None
+    # f32 dense, all cores
+    flops_gflops: float | None = None
+    # instruction sets llama.cpp's CPU backend repacks weights for: avx2, avx512
+    features: tuple[str, ...] = ()
 
 
 class NetworkPreset(StrEnum):
@@ -144,13 +146,15 @@ _NETWORK: dict[NetworkPreset, tuple[str, float, float]] = {
 }
 
 
-class Network(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Network:
     """The link between a rig's hosts: a preset, or figures of its own (which win)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     preset: NetworkPreset | None = NetworkPreset.GBE_10
-    bandwidth_gbps: float | None = Field(default=None, gt=0, le=10000, description="Gbit/s")
-    latency_us: float | None = Field(default=None, ge=0, le=1e6, description="round trip, µs")
+    # Gbit/s
+    bandwidth_gbps: float | None = None
+    # round trip, µs
+    latency_us: float | None = None
 
     @property
     def gbit_s(self) -> float:
@@ -175,64 +179,38 @@ class Network(Record):
         return self.preset.label
 
 
-class Host(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Host:
     """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-    name: str = Field(min_length=1, max_length=200, pattern=_PRINTABLE)
-    address: str = Field(
-        default="", max_length=200, pattern=_PRINTABLE, description="host name or IP to reach it"
-    )
-    ram_total_bytes: int = Field(default=0, ge=0)
-    cpu: Cpu = Field(default_factory=Cpu)
+    name: str
+    # host name or IP to reach it
+    address: str = ""
+    ram_total_bytes: int = 0
+    cpu: Cpu = field(default_factory=Cpu)
 
 
-class Rig(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rig:
     schema_version: int = RIG_SCHEMA_VERSION
-    name: str = Field(default="", max_length=200)
+    name: str = ""
     gpus: tuple[Gpu, ...] = ()
-    ram_total_bytes: int = Field(ge=0)
-    ram_available_bytes: int | None = Field(default=None, ge=0)
-    ram_reserve_bytes: int = Field(default=DEFAULT_RAM_RESERVE_BYTES, ge=0)
-    cpu: Cpu = Field(default_factory=Cpu)
-    disk_free_bytes: int | None = Field(default=None, ge=0)
+    ram_total_bytes: int
+    ram_available_bytes: int | None = None
+    ram_reserve_bytes: int = DEFAULT_RAM_RESERVE_BYTES
+    cpu: Cpu = field(default_factory=Cpu)
+    disk_free_bytes: int | None = None
     unified_memory: bool = False
     edited: bool = False
-    notes: tuple[str, ...] = Field(default=(), description="detection warnings, shown to the user")
-    provenance: dict[str, Provenance] = Field(default_factory=dict)
-    hosts: tuple[Host, ...] = Field(
-        default=(), description="other machines joined over `network` (this one is not listed)"
-    )
+    # detection warnings, shown to the user
+    notes: tuple[str, ...] = ()
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    # other machines joined over `network` (this one is not listed)
+    hosts: tuple[Host, ...] = ()
     network: Network | None = None
-    address: str = Field(
-        default="",
-        max_length=200,
-        pattern=_PRINTABLE,
-        description="this machine's address as its hosts reach it",
-    )
+    # this machine's address as its hosts reach it
+    address: str = ""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _hosts_own_gpus(cls, raw: object) -> object:
-        """A host may list its GPUs inside it (the natural way to write a rig file): they
-        join `gpus`, tagged with the host's name and numbered within it."""
-        if not isinstance(raw, dict) or not isinstance(raw.get("hosts"), (list, tuple)):
-            return raw
-        gpus = list(raw.get("gpus", ()))
-        hosts = []
-        for h in raw["hosts"]:
-            if isinstance(h, dict) and "gpus" in h:
-                h = dict(h)
-                own = h.pop("gpus")
-                for i, g in enumerate(own if isinstance(own, (list, tuple)) else ()):
-                    if isinstance(g, dict):
-                        g = {"index": i, **g, "host": h.get("name", "")}
-                    gpus.append(g)
-            hosts.append(h)
-        return {**raw, "gpus": gpus, "hosts": hosts}
-
-    @model_validator(mode="after")
     def _check(self) -> Rig:
         if self.schema_version != RIG_SCHEMA_VERSION:
             raise ValueError(f"unsupported rig schema_version {self.schema_version}")
@@ -280,3 +258,6 @@ class Rig(Record):
             and g.vendor in (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL)
             and g.memory_bytes > 0
         )
+
+    def __post_init__(self) -> None:
+        self._check()

@@ -221,7 +221,7 @@ def plan_serving_path(
         reason = Reason.VRAM
         shortfall = max(required - usable, 0) or None
     ladder = tuple(
-        QuantOption.model_construct(
+        QuantOption(
             quant=sp.format,
             required_bytes=sum(
                 b.weights_bytes + b.activation_bytes + b.non_torch_bytes for b in sp.gpus

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import Frozen
-from rigspark_gui.core.record import Field, model_validator
 
 MAX_CONTEXT = 1 << 24  # 16 M tokens: beyond any model's trained context
 KV_PAD = 256  # llama.cpp pads the KV cache size to a multiple of 256 cells
@@ -114,42 +113,36 @@ class GpuBackend(StrEnum):
 DEFAULT_MIN_TOK_S = 8.0
 
 
-class PlanSettings(Frozen):
-    context: int = Field(default=8192, ge=1, le=MAX_CONTEXT)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanSettings:
+    context: int = 8192
     kv_k: KvCacheType = KvCacheType.F16
     kv_v: KvCacheType = KvCacheType.F16
     flash_attn: bool = False
-    parallel: int = Field(default=1, ge=1, le=256, description="sequences served at once")
+    # sequences served at once
+    parallel: int = 1
     backend: Backend = Backend.LLAMA_CPP
-    n_ubatch: int = Field(default=DEFAULT_UBATCH, ge=1, le=65536)
-    swa_full: bool = Field(
-        default=False, description="size sliding-window layers at the full context"
-    )
-    quant: str | None = Field(default=None, description="fixed quantization, or None = best")
-    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_CONTEXT, description="for prefill")
-    gpu_backend: GpuBackend | None = Field(
-        default=None, description="GPU compute backend; None = each vendor's own"
-    )
-    min_tok_s: float = Field(
-        default=DEFAULT_MIN_TOK_S,
-        ge=0,
-        le=100000,
-        description="Auto: the best quality reaching this decode speed (0 = best that fits)",
-    )
+    n_ubatch: int = DEFAULT_UBATCH
+    # size sliding-window layers at the full context
+    swa_full: bool = False
+    # fixed quantization, or None = best
+    quant: str | None = None
+    # for prefill
+    prompt_tokens: int = 1024
+    # GPU compute backend; None = each vendor's own
+    gpu_backend: GpuBackend | None = None
+    # Auto: the best quality reaching this decode speed (0 = best that fits)
+    min_tok_s: float = DEFAULT_MIN_TOK_S
     # serving engines only (vLLM, SGLang); None = the engine's own default
-    memory_utilization: float | None = Field(
-        default=None,
-        gt=0,
-        le=1,
-        description="vLLM gpu_memory_utilization / SGLang mem_fraction_static",
-    )
-    tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
-    pipeline_parallel: int | None = Field(default=None, ge=1, le=1024)
-    max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 16)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
-    cpu_offload_gb: float = Field(default=0, ge=0, le=1 << 20, description="vLLM --cpu-offload-gb")
+    # vLLM gpu_memory_utilization / SGLang mem_fraction_static
+    memory_utilization: float | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    # vLLM --cpu-offload-gb
+    cpu_offload_gb: float = 0.0
 
-    @model_validator(mode="after")
     def _check(self) -> PlanSettings:
         serving_knobs = {
             "--memory-utilization": self.memory_utilization,
@@ -180,13 +173,5 @@ class PlanSettings(Frozen):
             )
         return self
 
-
-def make_settings(**values: object) -> PlanSettings:
-    """PlanSettings from loose values, raising the user-facing InvalidSettingsError."""
-    from rigspark_gui.core.errors import validation_message
-    from rigspark_gui.core.record import ValidationError
-
-    try:
-        return PlanSettings.model_validate(values)
-    except ValidationError as err:
-        raise InvalidSettingsError(validation_message(err)) from None
+    def __post_init__(self) -> None:
+        self._check()

@@ -11,13 +11,13 @@ hardware: a second GPU like the first, more RAM — and the first few that help 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from rigspark_gui.core.frozen import Frozen
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.quality import QualityTable, QuantQuality
 from rigspark_gui.core.ranking import rank_model
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import GIB, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
@@ -27,13 +27,16 @@ FASTER = 1.25  # the same quality must be this much faster to be worth a change
 MIN_CONTEXT = 4096
 
 
-class Suggestion(Frozen):
-    change: str = Field(description="what to change, in words")
-    cost: str = Field(description="what the change itself costs")
-    settings: dict[str, object] = Field(
-        default_factory=dict, description="PlanSettings fields to apply (empty: a rig change)"
-    )
-    rig_change: str = Field(default="", description="'add_gpu' or 'add_ram:<bytes>'")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suggestion:
+    # what to change, in words
+    change: str
+    # what the change itself costs
+    cost: str
+    # PlanSettings fields to apply (empty: a rig change)
+    settings: dict[str, object] = field(default_factory=dict)
+    # 'add_gpu' or 'add_ram:<bytes>'
+    rig_change: str = ""
     quant: str
     path: str
     tok_s: float | None
@@ -66,16 +69,15 @@ def rig_after(rig: Rig, change: str) -> Rig:
     local = [g for g in rig.gpus if not g.host]
     if change == "add_gpu" and local:
         # one more in this machine, like its last (a rig of several hosts keeps theirs)
-        twin = local[-1].model_copy(update={"index": len(local)})
-        return rig.model_copy(update={"gpus": (*rig.gpus, twin)})
+        twin = replace(local[-1], index=len(local))
+        return replace(rig, gpus=(*rig.gpus, twin))
     if change.startswith("add_ram:"):
         extra = int(change.removeprefix("add_ram:"))
         avail = rig.ram_available_bytes
-        return rig.model_copy(
-            update={
-                "ram_total_bytes": rig.ram_total_bytes + extra,
-                "ram_available_bytes": avail + extra if avail is not None else None,
-            }
+        return replace(
+            rig,
+            ram_total_bytes=rig.ram_total_bytes + extra,
+            ram_available_bytes=avail + extra if avail is not None else None,
         )
     return rig
 
@@ -98,9 +100,9 @@ def suggest(
     out: list[Suggestion] = []
 
     def attempt(
-        change: str, cost: str, settings: dict[str, object], rig2: Rig, rig_change: str = ""
+        change: str, cost: str, settings: dict[str, Any], rig2: Rig, rig_change: str = ""
     ) -> None:
-        s2 = s.model_copy(update=settings) if settings else s
+        s2 = replace(s, **settings) if settings else s
         try:
             r = rank_model(spec, rig2, s2, speed)
         except ValueError:  # settings the engine refuses for this model: not a suggestion

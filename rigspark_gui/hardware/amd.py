@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from rigspark_gui.core.record import ConfigDict, Record
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 
 AMD_VENDOR_ID = 0x1002
@@ -28,8 +28,8 @@ _VENDORS = {AMD_VENDOR_ID: Vendor.AMD, INTEL_VENDOR_ID: Vendor.INTEL}
 _PCIE_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
-class SysfsProbeResult(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SysfsProbeResult:
     gpus: tuple[Gpu, ...] = ()
     notes: tuple[str, ...] = ()
 

@@ -10,7 +10,8 @@ The limit can be raised with `sysctl iogpu.wired_limit_mb`, which we do not read
 
 from __future__ import annotations
 
-from rigspark_gui.core.record import ConfigDict, Record
+from dataclasses import dataclass
+
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 from rigspark_gui.hardware.command import CommandRunner, run_command
 
@@ -19,8 +20,8 @@ LARGE_FRACTION = 0.75
 SMALL_FRACTION = 2 / 3
 
 
-class AppleProbeResult(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppleProbeResult:
     gpu: Gpu | None = None
     chip: str | None = None
     memory_bytes: int | None = None

@@ -15,8 +15,8 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from rigspark_gui.core.record import ConfigDict, Record
 from rigspark_gui.core.rig import MIB, Basis, Provenance
 
 MIN_BUFFER_BYTES = 512 * MIB
@@ -30,8 +30,8 @@ BUSY_CPU_PERCENT = 40.0
 MAX_SPREAD = 0.25
 
 
-class BandwidthResult(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BandwidthResult:
     bandwidth_gbps: float  # median of the timed runs
     buffer_bytes: int
     threads: int

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import platform
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from rigspark_gui.core.record import ConfigDict, Field, Record
 from rigspark_gui.core.rig import Basis, Cpu, Provenance
 from rigspark_gui.hardware.command import CommandRunner, run_command
 
@@ -15,15 +15,15 @@ _PSUTIL = Provenance(basis=Basis.MEASURED, source="psutil")
 _SYSCTL_TIMEOUT_S = 2.0
 
 
-class CpuProbeResult(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuProbeResult:
     cpu: Cpu
     ram_total_bytes: int | None = None
     ram_available_bytes: int | None = None
     disk_free_bytes: int | None = None
     disk_path: str | None = None
     # Provenance of the Rig-level figures (ram_*, disk_free_bytes).
-    provenance: dict[str, Provenance] = Field(default_factory=dict)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
 
@@ -151,16 +151,16 @@ def probe_cpu(
 
     cores: int | None = None
     threads: int | None = None
-    for logical, field in ((False, "cores"), (True, "threads")):
+    for logical, count_name in ((False, "cores"), (True, "threads")):
         try:
             raw = psutil.cpu_count(logical=logical)
             if raw is None:
-                cpu_prov[field] = _unknown("psutil: not reported")
+                cpu_prov[count_name] = _unknown("psutil: not reported")
                 continue
-            value = _count(raw, _MAX_CPUS, f"CPU {field}")
-            cpu_prov[field] = _PSUTIL
+            value = _count(raw, _MAX_CPUS, f"CPU {count_name}")
+            cpu_prov[count_name] = _PSUTIL
         except Exception as exc:
-            cpu_prov[field] = _unknown(f"psutil: {exc}")
+            cpu_prov[count_name] = _unknown(f"psutil: {exc}")
             continue
         if logical:
             threads = value

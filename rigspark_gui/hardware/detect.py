@@ -15,7 +15,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -162,18 +162,16 @@ def detect(
         if bw is None and cached_bandwidth:
             hit = bandwidth_cache.cached_bandwidth(key)
             if hit is not None:
-                cpu_model = cpu_model.model_copy(
-                    update={
-                        "memory_bandwidth_gbps": hit[0],
-                        "provenance": {**cpu_model.provenance, "memory_bandwidth_gbps": hit[1]},
-                    }
+                cpu_model = replace(
+                    cpu_model,
+                    memory_bandwidth_gbps=hit[0],
+                    provenance={**cpu_model.provenance, "memory_bandwidth_gbps": hit[1]},
                 )
         if bw is not None:
-            cpu_model = cpu_model.model_copy(
-                update={
-                    "memory_bandwidth_gbps": bw.bandwidth_gbps,
-                    "provenance": {**cpu_model.provenance, "memory_bandwidth_gbps": bw.provenance},
-                }
+            cpu_model = replace(
+                cpu_model,
+                memory_bandwidth_gbps=bw.bandwidth_gbps,
+                provenance={**cpu_model.provenance, "memory_bandwidth_gbps": bw.provenance},
             )
         rig_prov.update(host.provenance)
         notes.extend(host.notes)
@@ -204,7 +202,9 @@ def detect(
 
 
 def to_json(rig: Rig) -> str:
-    return rig.model_dump_json(indent=2)
+    from rigspark_gui.formats.rig import rig_json
+
+    return rig_json(rig)
 
 
 def machine_key_of(rig: Rig) -> str:
@@ -219,10 +219,9 @@ def with_measured_bandwidth(rig: Rig) -> tuple[Rig, bandwidth_probe.BandwidthRes
         bandwidth_cache.store_bandwidth(
             machine_key_of(rig), result.bandwidth_gbps, result.provenance.source
         )
-    cpu_model = rig.cpu.model_copy(
-        update={
-            "memory_bandwidth_gbps": result.bandwidth_gbps,
-            "provenance": {**rig.cpu.provenance, "memory_bandwidth_gbps": result.provenance},
-        }
+    cpu_model = replace(
+        rig.cpu,
+        memory_bandwidth_gbps=result.bandwidth_gbps,
+        provenance={**rig.cpu.provenance, "memory_bandwidth_gbps": result.provenance},
     )
-    return rig.model_copy(update={"cpu": cpu_model}), result
+    return replace(rig, cpu=cpu_model), result

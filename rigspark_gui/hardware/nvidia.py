@@ -9,10 +9,10 @@ no NVIDIA GPUs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
 
-from rigspark_gui.core.record import ConfigDict, Field, Record
 from rigspark_gui.core.rig import Basis, Gpu, Provenance, Vendor
 
 NVML_NOT_FOUND_NOTE = "no NVIDIA GPUs (NVML not found)"
@@ -45,11 +45,11 @@ def memory_bandwidth_gbps(bus_width_bits: int, memory_clock_mhz: float) -> float
     return bus_width_bits / 8 * memory_clock_mhz * 1e6 * 2 / 1e9
 
 
-class NvidiaDevice(Record):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvidiaDevice:
     """One NVML device with everything NVML told us, including what `Gpu` cannot hold."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    index: int = Field(ge=0)
+    index: int
     name: str
     uuid: str | None = None
     memory_total_bytes: int | None = None
@@ -64,7 +64,7 @@ class NvidiaDevice(Record):
     pcie_width: int | None = None
     display_attached: bool | None = None
     mig_enabled: bool | None = None
-    provenance: dict[str, Provenance] = Field(default_factory=dict)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
 
     def to_gpu(self) -> Gpu:
         free = self.memory_free_bytes
@@ -87,8 +87,8 @@ class NvidiaDevice(Record):
         )
 
 
-class NvidiaProbeResult(Record):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvidiaProbeResult:
     devices: tuple[NvidiaDevice, ...] = ()
     driver_version: str | None = None
     cuda_version: str | None = None

@@ -12,6 +12,7 @@ it may differ.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from rigspark_gui.core.errors import InvalidRigError, InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
@@ -25,7 +26,7 @@ from rigspark_gui.core.memory import (
     repack_for,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
+from rigspark_gui.core.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     OUTPUT,
@@ -35,10 +36,10 @@ from rigspark_gui.core.placement import (
     device_loads,
     fit_by_ngl,
 )
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings, make_settings
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
+from rigspark_gui.formats.settings import make_settings
 from rigspark_gui.reconcile.llama_log import (
     MIB,
     BenchRow,
@@ -82,14 +83,19 @@ KIND_LABELS = {
 }
 
 
-class BufferRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BufferRow:
     """One device's buffers of one kind: what RigSpark predicts and what llama.cpp made."""
 
-    device: str = Field(description="cpu, gpu:N, or the buffer's name for an unknown backend")
+    # cpu, gpu:N, or the buffer's name for an unknown backend
+    device: str
     kind: BufferKind
-    buffers: tuple[str, ...] = Field(description="llama.cpp's names of the buffers summed")
-    predicted_bytes: int | None = Field(description="None: RigSpark does not model it")
-    actual_bytes: int | None = Field(description="None: the log shows no such buffer")
+    # llama.cpp's names of the buffers summed
+    buffers: tuple[str, ...]
+    # None: RigSpark does not model it
+    predicted_bytes: int | None
+    # None: the log shows no such buffer
+    actual_bytes: int | None
     actual_mib: float | None = None
 
     @property
@@ -119,7 +125,8 @@ class BufferRow(Frozen):
         return "match" if self.within_rounding else "close" if self.close else "differs"
 
 
-class SpeedRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedRow:
     """One llama-bench test: measured against RigSpark's estimate for the same run."""
 
     model: str
@@ -141,14 +148,15 @@ class SpeedRow(Frozen):
         return self.predicted_tok_s / self.measured_tok_s
 
 
-class Reconciliation(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconciliation:
     model: str
     quant: str
-    settings: PlanSettings | None = Field(description="the log's settings, as planned")
+    # the log's settings, as planned
+    settings: PlanSettings | None
     ngl: int | None = None
-    layers_per_gpu: tuple[int, ...] | None = Field(
-        default=None, description="slots each GPU got: the --tensor-split that reproduces it"
-    )
+    # slots each GPU got: the --tensor-split that reproduces it
+    layers_per_gpu: tuple[int, ...] | None = None
     rows: tuple[BufferRow, ...] = ()
     speeds: tuple[SpeedRow, ...] = ()
     explanations: tuple[str, ...] = ()
@@ -775,26 +783,24 @@ def _speed(
     placement = auto_place(g, rig, s, ngl=ngl, tensor_split=split)
     if row.n_gen:
         tp = estimate_decode(placement, g, layout, rig, s, perf)
-        return out.model_copy(
-            update={
-                "predicted_tok_s": tp.tok_s,
-                "predicted_low": tp.low_tok_s,
-                "predicted_high": tp.high_tok_s,
-                "basis": tp.basis,
-            }
+        return replace(
+            out,
+            predicted_tok_s=tp.tok_s,
+            predicted_low=tp.low_tok_s,
+            predicted_high=tp.high_tok_s,
+            basis=tp.basis,
         )
     pf = estimate_prefill(placement, g, layout, rig, s, perf)
 
     def rate(seconds: float | None) -> float | None:
         return row.n_prompt / seconds if seconds else None
 
-    return out.model_copy(
-        update={
-            "predicted_tok_s": rate(pf.seconds),
-            "predicted_low": rate(pf.high_seconds),
-            "predicted_high": rate(pf.low_seconds),
-            "basis": pf.basis,
-        }
+    return replace(
+        out,
+        predicted_tok_s=rate(pf.seconds),
+        predicted_low=rate(pf.high_seconds),
+        predicted_high=rate(pf.low_seconds),
+        basis=pf.basis,
     )
 
 
@@ -827,7 +833,7 @@ def reconcile_log(
             log=log,
         )
     s, unified = _log_settings(log, g, notes)
-    s_mem = s.model_copy(update={"parallel": 1}) if unified else s
+    s_mem = replace(s, parallel=1) if unified else s
     placement, ngl, counts = _placement(log, g, layout, rig, s_mem)
     any_cpu = any(u.device == CPU for u in placement.units if u.index >= 0)
     repack = _repack(log, spec, quant, rig, notes, any_cpu)

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.model_spec import Frozen
-from rigspark_gui.core.record import Field
 
 MIB = 1 << 20
 MAX_LOG_BYTES = 64 * MIB
@@ -59,19 +57,27 @@ class FlashAttn(StrEnum):
     AUTO = "auto"
 
 
-class LogBuffer(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogBuffer:
     """One `<name> <kind> buffer size = <x> MiB` line."""
 
-    name: str = Field(description="llama.cpp's buffer name: CUDA0, CPU_Mapped, CUDA_Host ...")
+    # llama.cpp's buffer name: CUDA0, CPU_Mapped, CUDA_Host ...
+    name: str
     kind: BufferKind
-    device: str | None = Field(description="cpu or gpu:N; None for a backend RigSpark lacks")
-    mib: float = Field(description="the MiB figure as printed (two decimals)")
-    bytes: int = Field(description="round(mib * 2^20)")
-    origin: str = Field(description="the llama.cpp function that printed it")
-    line: int = Field(description="1-based line number in the log")
+    # cpu or gpu:N; None for a backend RigSpark lacks
+    device: str | None
+    # the MiB figure as printed (two decimals)
+    mib: float
+    # round(mib * 2^20)
+    bytes: int
+    # the llama.cpp function that printed it
+    origin: str
+    # 1-based line number in the log
+    line: int
 
 
-class LogDevice(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogDevice:
     """A device llama.cpp named: CUDA0 and its card, with the free memory it saw."""
 
     name: str
@@ -79,10 +85,12 @@ class LogDevice(Frozen):
     free_mib: float | None = None
 
 
-class BenchRow(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchRow:
     """One llama-bench result."""
 
-    model: str = Field(description="llama-bench's model type, e.g. 'llama 8B Q4_K - Medium'")
+    # llama-bench's model type, e.g. 'llama 8B Q4_K - Medium'
+    model: str
     model_filename: str | None = None
     size_bytes: int | None = None
     params: int | None = None
@@ -95,7 +103,8 @@ class BenchRow(Frozen):
     type_v: str | None = None
     flash_attn: FlashAttn | None = None
     tensor_split: tuple[float, ...] | None = None
-    test: str = Field(description="pp512, tg128, pp512+tg128, 'tg128 @ d4096' ...")
+    # pp512, tg128, pp512+tg128, 'tg128 @ d4096' ...
+    test: str
     n_prompt: int = 0
     n_gen: int = 0
     n_depth: int = 0
@@ -107,13 +116,16 @@ class BenchRow(Frozen):
         return quant_label(self.model)
 
 
-class LlamaLog(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaLog:
     """What one llama.cpp log recovered. Settings describe the last model load in it."""
 
     model_path: str | None = None
-    model_name: str | None = Field(default=None, description="general.name")
+    # general.name
+    model_name: str | None = None
     architecture: str | None = None
-    file_type: str | None = Field(default=None, description="as printed: 'Q4_K - Medium'")
+    # as printed: 'Q4_K - Medium'
+    file_type: str | None = None
     n_layer: int | None = None
     n_ctx_train: int | None = None
     n_ctx: int | None = None
@@ -126,27 +138,31 @@ class LlamaLog(Frozen):
     type_k: str | None = None
     type_v: str | None = None
     kv_unified: bool | None = None
-    kv_cells: tuple[int, ...] = Field(
-        default=(), description="cells per stream of each KV cache printed (iswa: two)"
-    )
+    # cells per stream of each KV cache printed (iswa: two)
+    kv_cells: tuple[int, ...] = ()
     kv_streams: int | None = None
     swa_full: bool | None = None
-    swa_cells: int | None = Field(default=None, description="cells of the sliding-window cache")
+    # cells of the sliding-window cache
+    swa_cells: int | None = None
     offloaded_layers: int | None = None
-    offload_slots: int | None = Field(default=None, description="Y of 'offloaded X/Y layers'")
-    layer_devices: tuple[str, ...] = Field(
-        default=(), description="device of each slot, when llama.cpp printed the assignment"
-    )
+    # Y of 'offloaded X/Y layers'
+    offload_slots: int | None = None
+    # device of each slot, when llama.cpp printed the assignment
+    layer_devices: tuple[str, ...] = ()
     pipeline_copies: int | None = None
     mmap: bool | None = None
     devices: tuple[LogDevice, ...] = ()
-    cpu_features: tuple[str, ...] = Field(default=(), description="system_info flags set to 1")
+    # system_info flags set to 1
+    cpu_features: tuple[str, ...] = ()
     build: str | None = None
-    failures: tuple[str, ...] = Field(default=(), description="allocation failures printed")
+    # allocation failures printed
+    failures: tuple[str, ...] = ()
     buffers: tuple[LogBuffer, ...] = ()
     bench: tuple[BenchRow, ...] = ()
-    bench_format: str | None = Field(default=None, description="markdown, json, jsonl or csv")
-    loads: int = Field(default=0, description="model loads seen; the fields are the last one's")
+    # markdown, json, jsonl or csv
+    bench_format: str | None = None
+    # model loads seen; the fields are the last one's
+    loads: int = 0
     lines: int = 0
     skipped_lines: int = 0
 

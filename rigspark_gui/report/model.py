@@ -9,6 +9,7 @@ drawn again. The caller passes `created_at`, so building a report reads no clock
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from rigspark_gui.core.chart_spec import (
@@ -21,11 +22,10 @@ from rigspark_gui.core.chart_spec import (
 from rigspark_gui.core.errors import RigSparkError, validation_message
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
-from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
+from rigspark_gui.core.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
 from rigspark_gui.core.plan import KvComparisonRow, plan
-from rigspark_gui.core.record import Field, ValidationError
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
@@ -42,44 +42,54 @@ class ReportError(RigSparkError):
     """A report file could not be read back; the message says which and why."""
 
 
-class Figure(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figure:
     """One hardware figure with the basis it rests on (measured, spec, user, unknown)."""
 
     label: str
-    value: str = Field(description="formatted for display; bytes stay exact in `rig`")
+    # formatted for display; bytes stay exact in `rig`
+    value: str
     basis: str
     source: str = ""
 
 
-class ReportDevice(Frozen):
-    device: str = Field(description="cpu or gpu:N, as in the placement")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportDevice:
+    # cpu or gpu:N, as in the placement
+    device: str
     name: str
     figures: tuple[Figure, ...]
 
 
-class ReportModel(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportModel:
     id: str
     name: str
     family: str
     source: str
     imported: bool
     geometry: Geometry
-    quant: str = Field(description="the recommended (or nearest) path's quantization")
+    # the recommended (or nearest) path's quantization
+    quant: str
     file_bytes: int
-    file_bytes_basis: str = Field(description="published (with source) or estimated")
+    # published (with source) or estimated
+    file_bytes_basis: str
     n_params: int
     n_active_params: int
 
 
-class Assumption(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assumption:
     topic: str
     text: str
 
 
-class PlanReport(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanReport:
     schema_version: int = REPORT_SCHEMA_VERSION
     title: str
-    created_at: str = Field(description="ISO 8601, given by the caller")
+    # ISO 8601, given by the caller
+    created_at: str
     app_name: str = APP_NAME
     app_version: str = APP_VERSION
     rig: Rig
@@ -89,28 +99,26 @@ class PlanReport(Frozen):
     settings: PlanSettings
     paths: tuple[PathPlan, ...]
     recommended: PathName | None
-    placement_path: PathName = Field(description="whose placement is shown (nearest if none fit)")
-    placement_edited: bool = Field(
-        default=False, description="the placement was edited by hand in the Layers tab"
-    )
+    # whose placement is shown (nearest if none fit)
+    placement_path: PathName
+    # the placement was edited by hand in the Layers tab
+    placement_edited: bool = False
     placement: Placement | None
     device_loads: tuple[DeviceLoad, ...]
-    kv_pairs: str = Field(description="common or all")
+    # common or all
+    kv_pairs: str
     kv_comparison: tuple[KvComparisonRow, ...]
     launch_commands: tuple[LaunchCommand, ...]
     fit_chart: FitChart
     kv_chart: KvChart
     notes: tuple[str, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
-    suggestions: tuple[Suggestion, ...] = Field(
-        default=(), description="the smallest changes that buy a better quantization or path"
-    )
-    serving: ServingPlan | None = Field(
-        default=None, description="vLLM/SGLang: the engine's own start-up figures"
-    )
-    launch: ClusterLaunch | None = Field(
-        default=None, description="a script per host, in start order (serving, multi-host)"
-    )
+    # the smallest changes that buy a better quantization or path
+    suggestions: tuple[Suggestion, ...] = ()
+    # vLLM/SGLang: the engine's own start-up figures
+    serving: ServingPlan | None = None
+    # a script per host, in start order (serving, multi-host)
+    launch: ClusterLaunch | None = None
 
 
 def _bytes_text(n: int | None) -> str:
@@ -355,7 +363,9 @@ def build_report(
 
 
 def report_json(report: PlanReport) -> str:
-    return report.model_dump_json(indent=2)
+    from rigspark_gui.report.report_file import report_file_json
+
+    return report_file_json(report)
 
 
 def load_report(path: Path) -> PlanReport:
@@ -387,9 +397,11 @@ def load_report(path: Path) -> PlanReport:
         )
     if "paths" not in raw:
         raise not_report
+    from rigspark_gui.report.report_file import read_report
+
     try:
-        return PlanReport.model_validate(raw)
-    except ValidationError as err:
+        return read_report(raw)
+    except ValueError as err:  # pydantic's ValidationError, or fields that disagree
         raise ReportError(f"{path.name}: {validation_message(err)}") from None
 
 

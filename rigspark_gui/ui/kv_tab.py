@@ -6,6 +6,7 @@ the table fills in when it is ready. Activating a row applies that K/V choice.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -85,7 +86,7 @@ class KvTab(QWidget):
         key = (
             spec.id,
             rig,
-            s.model_copy(update={"kv_k": KvCacheType.F16, "kv_v": KvCacheType.F16}),
+            replace(s, kv_k=KvCacheType.F16, kv_v=KvCacheType.F16),
         )
         if key == self._key:
             self._select_current()

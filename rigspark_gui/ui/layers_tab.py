@@ -8,6 +8,7 @@ Presentation only: loads come from `device_loads`, speed from `estimate_decode` 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Slot
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
@@ -229,7 +230,7 @@ class LayersTab(QWidget):
         if keep:
             current = self._document.placement
             assert current is not None
-            self._document.adjust(current.model_copy(update={"max_context": settings.context}))
+            self._document.adjust(replace(current, max_context=settings.context))
             self.message.setText("Your hand placement is kept under the new settings.")
             return
         self._start = start if start is not None else self._auto_placement()
@@ -259,9 +260,7 @@ class LayersTab(QWidget):
         same_units = [u.unit for u in placement.units] == [u.unit for u in current.units]
         if not same_units or not set(placement.devices) <= set(current.devices):
             return False
-        restored = placement.model_copy(
-            update={"max_context": current.max_context, "devices": current.devices}
-        )
+        restored = replace(placement, max_context=current.max_context, devices=current.devices)
         self._document.replace(restored, "Restore the saved hand placement")
         return True
 

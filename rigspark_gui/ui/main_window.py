@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
@@ -36,6 +37,7 @@ from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.formats.settings import settings_values
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
@@ -375,15 +377,14 @@ class MainWindow(QMainWindow):
                     15000,
                 )
                 QTimer.singleShot(RETRY_BANDWIDTH_MS, self._retry_bandwidth)
-            cpu = detected.cpu.model_copy(
-                update={
-                    "memory_bandwidth_gbps": gbps,
-                    "provenance": {**detected.cpu.provenance, "memory_bandwidth_gbps": prov}
-                    if prov is not None
-                    else detected.cpu.provenance,
-                }
+            cpu = replace(
+                detected.cpu,
+                memory_bandwidth_gbps=gbps,
+                provenance={**detected.cpu.provenance, "memory_bandwidth_gbps": prov}
+                if prov is not None
+                else detected.cpu.provenance,
             )
-            self.rig_panel.set_detected(detected.model_copy(update={"cpu": cpu}))
+            self.rig_panel.set_detected(replace(detected, cpu=cpu))
             if not getattr(result, "busy", False):
                 self.statusBar().showMessage(
                     f"RAM bandwidth: {gbps:.1f} GB/s (measured, kept for this machine)", 10000
@@ -499,7 +500,7 @@ class MainWindow(QMainWindow):
         self._applied = None
         if rig != self.session.rig:
             self.rig_panel.use_rig(rig, "the rig from before the suggestion")
-        self.session.update_settings(**dict(settings))
+        self.session.update_settings(**settings_values(settings))
         self.statusBar().showMessage("Undone.", 5000)
 
     def _on_plan_failed(self, message: str) -> None:
@@ -899,7 +900,7 @@ class MainWindow(QMainWindow):
                 f" {report.model.name} is not in the catalog here: import its file "
                 "(File ▸ Import model…) to plan it."
             )
-        self.session.update_settings(**report.settings.model_dump())
+        self.session.update_settings(**settings_values(report.settings))
         plan = self.session.plan
         if report.placement_edited and report.placement is not None and plan is not None:
             self._update_layers(plan)

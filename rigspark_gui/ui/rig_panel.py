@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ from rigspark_gui.core.rig import (
     Provenance,
     Rig,
 )
+from rigspark_gui.formats.jsonable import fields_of, jsonable
+from rigspark_gui.formats.rig import read_rig
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
 from rigspark_gui.ui.gpu_picker_dialog import GpuPickerDialog
@@ -160,7 +163,7 @@ def _reserve_basis(gpu: Gpu) -> tuple[str, str]:
 def _plain(rig: Rig) -> Rig:
     """`rig` without the edited flag and its name, to compare what the rigs describe
     (this machine saved to a file and opened again is no what-if)."""
-    return rig.model_copy(update={"edited": False, "name": ""})
+    return replace(rig, edited=False, name="")
 
 
 def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
@@ -170,7 +173,7 @@ def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
     for g in gpus:
         i = seen.get(g.host, 0)
         seen[g.host] = i + 1
-        out.append(g if g.index == i else g.model_copy(update={"index": i}))
+        out.append(g if g.index == i else replace(g, index=i))
     return tuple(out)
 
 
@@ -249,7 +252,7 @@ class RigPanel(QWidget):
 
     def set_detected(self, rig: Rig) -> None:
         """Take a fresh detection; it becomes current unless the user has edits."""
-        self._detected = rig.model_copy(update={"edited": False})
+        self._detected = replace(rig, edited=False)
         if self._rig.edited:
             # Keep the user's what-if rig; only its comparison with detection changes.
             self._set_current(self._marked(self._rig))
@@ -310,11 +313,10 @@ class RigPanel(QWidget):
         if not 0 <= position < len(gpus) or gpus[position].reserve_bytes == reserve:
             return
         gpu = gpus[position]
-        gpus[position] = gpu.model_copy(
-            update={
-                "reserve_bytes": max(int(reserve), 0),
-                "provenance": {**gpu.provenance, "reserve_bytes": _USER},
-            }
+        gpus[position] = replace(
+            gpu,
+            reserve_bytes=max(int(reserve), 0),
+            provenance={**gpu.provenance, "reserve_bytes": _USER},
         )
         self._edit(gpus=tuple(gpus))
 
@@ -351,7 +353,7 @@ class RigPanel(QWidget):
         rig = self._rig
         if rig.name in ("", DETECTED_NAME):
             # a saved rig is a machine of its own: name it after its file
-            rig = rig.model_copy(update={"name": path.stem})
+            rig = replace(rig, name=path.stem)
         try:
             save_rig(rig, path)
         except (RigSparkError, OSError) as err:
@@ -580,12 +582,12 @@ class RigPanel(QWidget):
 
     def _marked(self, rig: Rig) -> Rig:
         edited = self._detected is None or _plain(rig) != _plain(self._detected)
-        return rig if rig.edited == edited else rig.model_copy(update={"edited": edited})
+        return rig if rig.edited == edited else replace(rig, edited=edited)
 
     def _edit(self, **updates: Any) -> None:
         """Apply a user edit: validate through the model, then mark it against detection."""
         try:
-            rig = Rig.model_validate({**self._rig.model_dump(), **updates})
+            rig = read_rig(jsonable({**fields_of(self._rig), **updates}))
         except ValueError as err:
             dialogs.show_error(self, "Invalid rig", validation_message(err))
             self._refresh()

@@ -7,6 +7,7 @@ comparison run in the background in their tabs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -16,8 +17,9 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
-from rigspark_gui.core.settings import PlanSettings, make_settings
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.formats.settings import make_settings, settings_values
 
 
 class PlannerSession(QObject):
@@ -71,7 +73,7 @@ class PlannerSession(QObject):
         ):
             changes["quant"] = None
         if changes:
-            self.settings = self.settings.model_copy(update=changes)
+            self.settings = replace(self.settings, **changes)
             self.settings_changed.emit(self.settings)
         self.model_changed.emit(spec)
         self.replan()
@@ -84,7 +86,7 @@ class PlannerSession(QObject):
 
     def update_settings(self, **changes: Any) -> bool:
         """Apply setting changes; False (and plan_failed) when they are inconsistent."""
-        values = {**self.settings.model_dump(), **changes}
+        values = {**settings_values(self.settings), **changes}
         try:
             new = make_settings(**values)
         except RigSparkError as err:

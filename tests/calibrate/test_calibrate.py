@@ -7,6 +7,7 @@ import json
 import stat
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ def test_a_calibrated_plan_lands_on_the_measured_speed(fake_bin: Path, tmp_path:
     assert abs(before.tok_s / measured - 1) > 0.05  # the prior alone was off
     assert "calibrated on this machine" in after.basis and "fake123" in after.basis
     # another CPU (a rig file for some other machine) keeps the published prior
-    other = rig.model_copy(update={"cpu": rig.cpu.model_copy(update={"name": "Other CPU"})})
+    other = replace(rig, cpu=replace(rig.cpu, name="Other CPU"))
     assert (
         "calibrated on this machine"
         not in estimate_decode(placement, spec.geometry, layout, other, s, model).basis

@@ -3,6 +3,8 @@ fits, with the trade-off said in one sentence and the whole ladder shown."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,7 +82,7 @@ def test_a_fixed_quantization_is_kept_whatever_its_speed() -> None:
 def test_a_fast_gpu_path_wins_over_a_slow_ram_path() -> None:
     gpu = Gpu(name="RTX 4060", vendor=Vendor.NVIDIA, memory_total_bytes=8 * GIB,
               bandwidth_gbps=272.0)  # fmt: skip
-    rig = cpu_only().model_copy(update={"gpus": (gpu,)})
+    rig = replace(cpu_only(), gpus=(gpu,))
     p = plan(SPEC, rig, PlanSettings(min_tok_s=8.0), simple_speed_model())
     rec = next(x for x in p.paths if x.path is p.recommended)
     assert rec.path is PathName.GPU and rec.throughput.tok_s >= 8.0
@@ -95,9 +97,7 @@ def test_a_fast_gpu_path_wins_over_a_slow_ram_path() -> None:
 def test_the_recommendation_reaches_the_minimum_whenever_some_plan_does(
     bw: float, min_tok_s: float, ram: int
 ) -> None:
-    rig = cpu_only(bw).model_copy(
-        update={"ram_total_bytes": ram * GIB, "ram_available_bytes": (ram - 1) * GIB}
-    )
+    rig = replace(cpu_only(bw), ram_total_bytes=ram * GIB, ram_available_bytes=(ram - 1) * GIB)
     p = plan(SPEC, rig, PlanSettings(min_tok_s=min_tok_s), simple_speed_model())
     reachable = [
         o for x in p.paths for o in x.ladder if o.tok_s is not None and o.tok_s >= min_tok_s

@@ -1,5 +1,7 @@
 """KV figures computed by hand from llama.cpp's allocation rule."""
 
+from dataclasses import replace
+
 import pytest
 
 from rigspark_gui.core.ggml_types import KvCacheType as K
@@ -108,7 +110,7 @@ def test_swa_full_sizes_every_layer_at_the_context() -> None:
 
 def test_window_grows_with_parallel_sequences() -> None:
     s = PlanSettings(context=16384, parallel=2)
-    g = GEMMA2_9B.model_copy(update={"context_length": 16384})
+    g = replace(GEMMA2_9B, context_length=16384)
     # One stream per sequence (kv_unified off, the C API default): each stream's sliding
     # layers hold pad256(min(16384 / 2, 4096 + 512)) = 4608 cells, two streams 9216.
     # llama.cpp src/llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(std::min(size_base,
@@ -139,13 +141,13 @@ def test_mla_stores_only_the_latent() -> None:
 
 def test_layers_without_kv_are_skipped() -> None:
     heads = tuple(0 if i % 4 == 3 else 8 for i in range(32))
-    g = LLAMA_31_8B.model_copy(update={"n_head_kv_per_layer": heads})
+    g = replace(LLAMA_31_8B, n_head_kv_per_layer=heads)
     assert kv_bytes_per_token(g, K.F16, K.F16) == 128 * KIB * 24 // 32
 
 
 def test_recurrent_state_scales_with_sequences_not_context() -> None:
-    g = LLAMA_31_8B.model_copy(
-        update={"recurrent_layers": (0, 1), "recurrent_r_values": 3000, "recurrent_s_values": 5000}
+    g = replace(
+        LLAMA_31_8B, recurrent_layers=(0, 1), recurrent_r_values=3000, recurrent_s_values=5000
     )
     a = kv_bytes_per_layer(g, PlanSettings(context=4096, parallel=1))
     b = kv_bytes_per_layer(g, PlanSettings(context=65536, parallel=1))

@@ -1,6 +1,7 @@
 """Launch commands: exact flags per engine, refusals, quoting, and the llama.cpp round trip."""
 
 import shlex
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,9 +35,7 @@ from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
-MOE = LLAMA_31_8B.model_copy(
-    update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
-)
+MOE = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=4096)
 S = PlanSettings()
 
 
@@ -121,7 +120,7 @@ def test_quantized_kv_comes_with_flash_attention(llama8b: ModelSpec) -> None:
         Engine.KOBOLDCPP, auto_place(LLAMA_31_8B, rig, s), llama8b, "Q4_K_M", s, rig
     )
     assert not kobold.supported  # koboldcpp has no parallel sequences
-    s1 = s.model_copy(update={"parallel": 1})
+    s1 = replace(s, parallel=1)
     kobold = launch_command(
         Engine.KOBOLDCPP, auto_place(LLAMA_31_8B, rig, s1), llama8b, "Q4_K_M", s1, rig
     )
@@ -154,7 +153,7 @@ def test_ollama_modelfile_and_refusals(llama8b: ModelSpec) -> None:
     assert "PARAMETER num_gpu 20" in cmd.text and "PARAMETER num_ctx 4096" in cmd.text
     assert dict(cmd.env)["OLLAMA_KV_CACHE_TYPE"] == "q8_0"
     assert dict(cmd.env)["OLLAMA_FLASH_ATTENTION"] == "1"
-    mixed = s.model_copy(update={"kv_k": KvCacheType.F16})
+    mixed = replace(s, kv_k=KvCacheType.F16)
     refused = ollama_command(p, llama8b, "Q4_K_M", mixed, rig)
     assert not refused.supported and "one type to K and V" in refused.explanation
     hand = ollama_command(move_layers(p, ["blk.31"], CPU), llama8b, "Q4_K_M", s, rig)
@@ -182,7 +181,7 @@ def test_vllm_pipeline_tensor_parallel_and_refusals(llama8b: ModelSpec, rig2x309
         even,
         llama8b,
         "Q4_K_M",
-        S.model_copy(update={"kv_v": KvCacheType.Q8_0, "flash_attn": True}),
+        replace(S, kv_v=KvCacheType.Q8_0, flash_attn=True),
         rig2x3090,
     )
     assert not q8.supported and "auto" in q8.explanation

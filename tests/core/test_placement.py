@@ -1,5 +1,7 @@
 """llama.cpp's placement rule and the pure placement edits."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -76,9 +78,7 @@ def test_move_layers_is_pure_and_checked() -> None:
 
 
 def test_moving_experts_moves_their_bytes() -> None:
-    g = LLAMA_31_8B.model_copy(
-        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
-    )
+    g = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=4096)
     rig, s = make_rig(1, vram_gib=80), PlanSettings()
     layout = weights_layout(spec_of(g), "Q4_K_M")
     p = auto_place(g, rig, s)
@@ -222,7 +222,7 @@ def test_a_layer_moved_off_its_base_device_leaves_its_kv_behind() -> None:
 def test_engines_without_layer_overrides_keep_kv_with_the_block() -> None:
     s = PlanSettings(context=8192)
     moved = move_layers(auto_place(LLAMA_31_8B, make_rig(1), s), ["blk.10"], CPU)
-    vllm = s.model_copy(update={"backend": Backend.VLLM})
+    vllm = replace(s, backend=Backend.VLLM)
     assert kv_devices(moved, vllm)[10] == CPU
     assert kv_devices(moved, s)[10] == "gpu:0"
 
@@ -277,8 +277,8 @@ def test_without_room_for_pipeline_copies_llama_cpp_runs_without_them() -> None:
     # GPUs just big enough without the copies (5 % headroom), not with them
     need = max(piped[d].total_bytes - piped[d].reserve_bytes for d in ("gpu:0", "gpu:1"))
     size = piped["gpu:0"].reserve_bytes + int((need - extra // 2) / (1 - HEADROOM))
-    gpus = tuple(g.model_copy(update={"memory_total_bytes": size}) for g in roomy.gpus)
-    tight = roomy.model_copy(update={"gpus": gpus})
+    gpus = tuple(replace(g, memory_total_bytes=size) for g in roomy.gpus)
+    tight = replace(roomy, gpus=gpus)
     loads = {d.device: d for d in device_loads(p, LLAMA_31_8B, layout, tight, s)}
     assert loads["gpu:0"].compute_bytes == piped["gpu:0"].compute_bytes - extra
     assert all(x.verdict is not Verdict.OVER for x in loads.values())

@@ -1,5 +1,7 @@
 """Paths, fit, shortfall, recommendation and the KV comparison."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,13 +11,12 @@ from rigspark_gui.core.ggml_types import KvCacheType as K
 from rigspark_gui.core.paths import PathName, Reason
 from rigspark_gui.core.plan import max_context, plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
-from rigspark_gui.core.settings import PlanSettings, make_settings
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.formats.settings import make_settings
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
-LLAMA_70B = LLAMA_31_8B.model_copy(
-    update={"n_layer": 80, "n_embd": 8192, "n_head": 64, "n_ff": 28672}
-)
+LLAMA_70B = replace(LLAMA_31_8B, n_layer=80, n_embd=8192, n_head=64, n_ff=28672)
 
 
 def test_8b_fits_one_3090_at_full_precision(llama8b, rig2x3090, perf) -> None:
@@ -42,14 +43,9 @@ def test_70b_needs_two_gpus_and_reports_the_single_gpu_shortfall(rig2x3090, perf
     multi = next(x for x in p.paths if x.path is PathName.MULTI_GPU)
     assert multi.fits and p.recommended is PathName.MULTI_GPU
     # the shortfall is exact: that much more usable memory makes the single GPU fit
-    bigger = rig2x3090.model_copy(
-        update={
-            "gpus": (
-                rig2x3090.gpus[0].model_copy(
-                    update={"memory_total_bytes": 24 * GIB + gpu.shortfall_bytes}
-                ),
-            )
-        }
+    bigger = replace(
+        rig2x3090,
+        gpus=(replace(rig2x3090.gpus[0], memory_total_bytes=24 * GIB + gpu.shortfall_bytes),),
     )
     again = plan(spec_of(LLAMA_70B), bigger, PlanSettings(context=8192, quant="Q2_K"), perf)
     assert again.paths[0].fits
@@ -172,7 +168,7 @@ def test_max_context_is_monotone_in_memory(vram, extra) -> None:
 
 def test_two_gpus_at_a_better_quant_beat_one_gpu_at_q2(perf) -> None:
     # ~32B dense: fits one 24 GiB GPU only at Q2_K/Q3_K_M, both GPUs at Q6_K
-    g = LLAMA_31_8B.model_copy(update={"n_layer": 64, "n_embd": 5120, "n_head": 40, "n_ff": 27648})
+    g = replace(LLAMA_31_8B, n_layer=64, n_embd=5120, n_head=40, n_ff=27648)
     p = plan(spec_of(g), make_rig(2), PlanSettings(context=8192), perf)
     gpu = next(x for x in p.paths if x.path is PathName.GPU)
     multi = next(x for x in p.paths if x.path is PathName.MULTI_GPU)
@@ -185,7 +181,7 @@ def test_two_gpus_at_a_better_quant_beat_one_gpu_at_q2(perf) -> None:
 
 def test_cpu_path_counts_the_repack_buffer_on_avx2(llama8b, perf) -> None:
     plain = Rig(ram_total_bytes=64 * GIB, cpu=Cpu(memory_bandwidth_gbps=40.0))
-    avx2 = plain.model_copy(update={"cpu": plain.cpu.model_copy(update={"features": ("avx2",)})})
+    avx2 = replace(plain, cpu=replace(plain.cpu, features=("avx2",)))
     s = PlanSettings(quant="Q4_K_M")
     a = plan(llama8b, plain, s, perf).paths[0]
     b = plan(llama8b, avx2, s, perf).paths[0]

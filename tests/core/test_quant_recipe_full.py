@@ -3,6 +3,8 @@ llama_tensor_get_type), read rule by rule from the source."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rigspark_gui.core.errors import InvalidModelError
@@ -295,16 +297,15 @@ def test_unknown_ftype() -> None:
 def test_shapes_context_counts_layers_not_ffn_down_tensors() -> None:
     """llama.cpp sets n_ffn_down to n_layer: a shared expert adds a second ffn_down per
     block, which must not stretch the use_more_bits pattern."""
-    g = LLAMA_31_8B.model_copy(
-        update={
-            "architecture": "qwen2moe",
-            "n_ff": 0,
-            "n_expert": 60,
-            "n_expert_used": 4,
-            "n_ff_expert": 1408,
-            "n_shared_expert": 1,
-            "n_ff_shared_expert": 5632,
-        }
+    g = replace(
+        LLAMA_31_8B,
+        architecture="qwen2moe",
+        n_ff=0,
+        n_expert=60,
+        n_expert_used=4,
+        n_ff_expert=1408,
+        n_shared_expert=1,
+        n_ff_shared_expert=5632,
     )
     ctx = _shapes(g)[1]
     assert ctx.n_ffn_down == g.n_layer == 32
@@ -316,9 +317,9 @@ def test_shapes_context_counts_layers_not_ffn_down_tensors() -> None:
 
 
 def test_shapes_context_70b() -> None:
-    g70 = LLAMA_31_8B.model_copy(update={"n_layer": 80, "n_embd": 8192, "n_head": 64})
+    g70 = replace(LLAMA_31_8B, n_layer=80, n_embd=8192, n_head=64)
     assert _shapes(g70)[1].is_70b
-    g65 = g70.model_copy(update={"n_head_kv": 64})  # LLaMA-1 65B: no grouped KV heads
+    g65 = replace(g70, n_head_kv=64)  # LLaMA-1 65B: no grouped KV heads
     assert not _shapes(g65)[1].is_70b
     assert not _shapes(LLAMA_31_8B)[1].is_70b
 
@@ -347,7 +348,7 @@ def test_asking_once_per_kind_of_tensor_gives_every_tensor_its_type(model_id: st
     from rigspark_gui.core.memory.quant_recipe import FTYPE_DEFAULT
     from rigspark_gui.core.memory.weights import _synth_rows
 
-    g = load_catalog().find(model_id).geometry
+    g = load_catalog().find(model_id).to_spec().geometry
     for ftype in FTYPE_DEFAULT:
         fast = [(r.name, r.type) for r in _synth_rows(g, ftype)]
         assert fast == _tensor_by_tensor(g, ftype), ftype

@@ -1,5 +1,7 @@
 """Catalog ranking: verdicts and order."""
 
+from dataclasses import replace
+
 import pytest
 
 from rigspark_gui.catalog.models import load_catalog
@@ -10,9 +12,7 @@ from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from tests.conftest import LLAMA_31_8B, spec_of
 
-LLAMA_405B = LLAMA_31_8B.model_copy(
-    update={"n_layer": 126, "n_embd": 16384, "n_head": 128, "n_ff": 53248}
-)
+LLAMA_405B = replace(LLAMA_31_8B, n_layer=126, n_embd=16384, n_head=128, n_ff=53248)
 
 
 def test_verdicts_and_order(rig2x3090, perf) -> None:
@@ -74,7 +74,7 @@ def test_ranking_agrees_with_the_full_plan(
     ranked = {r.model_id: r for r in rank_models(specs, rig, s, perf)}
     for spec in specs:
         ctx = min(s.context, spec.geometry.context_length)
-        full = plan(spec, rig, s.model_copy(update={"context": ctx}), perf, ladders=False)
+        full = plan(spec, rig, replace(s, context=ctx), perf, ladders=False)
         row = ranked[spec.id]
         best = next((p for p in full.paths if p.path is full.recommended), None)
         if best is None:

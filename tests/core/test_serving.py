@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,7 @@ from rigspark_gui.core.paths import PathName
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.rig import Gpu, Host, Network, NetworkPreset, Rig, Vendor
 from rigspark_gui.core.serving import checkpoint_bytes, pp_partition, size_serving
-from rigspark_gui.core.settings import make_settings
+from rigspark_gui.formats.settings import make_settings
 
 GIB = 1 << 30
 DB = gpu_database()
@@ -23,11 +25,11 @@ PERF = speed_model()
 
 def card(name: str, **extra: object) -> Gpu:
     assert DB is not None
-    return DB.fill(Gpu(name=name, vendor=Vendor.NVIDIA)).model_copy(update=extra)
+    return replace(DB.fill(Gpu(name=name, vendor=Vendor.NVIDIA)), **extra)
 
 
 def rig_of(*gpus: Gpu, hosts: tuple[Host, ...] = (), network: Network | None = None) -> Rig:
-    numbered = tuple(g.model_copy(update={"index": i}) for i, g in enumerate(gpus))
+    numbered = tuple(replace(g, index=i) for i, g in enumerate(gpus))
     return Rig(gpus=numbered, ram_total_bytes=64 * GIB, hosts=hosts, network=network)
 
 
@@ -62,10 +64,10 @@ def test_a_context_the_pool_cannot_hold_is_refused_with_the_largest_it_takes(eng
     assert sp is not None and not sp.fits and p.recommended is None
     assert sp.refusal is not None and str(sp.largest_max_model_len) in sp.refusal
     largest = sp.largest_max_model_len
-    ok = plan(LLAMA8B, R3090, s.model_copy(update={"context": largest}), PERF)
+    ok = plan(LLAMA8B, R3090, replace(s, context=largest), PERF)
     assert ok.serving is not None and ok.serving.fits
     step = 16 if engine == "vllm" else 1
-    over = plan(LLAMA8B, R3090, s.model_copy(update={"context": largest + step}), PERF)
+    over = plan(LLAMA8B, R3090, replace(s, context=largest + step), PERF)
     assert over.serving is not None and not over.serving.fits
     if engine == "sglang":
         assert sp.starts  # SGLang starts, then rejects each request this long
@@ -151,8 +153,8 @@ def test_more_memory_never_shrinks_the_pool(
 def two_hosts(gpu: str, per_host: int, preset: NetworkPreset) -> Rig:
     local = [card(gpu) for _ in range(per_host)]
     remote = [card(gpu, host="box2") for _ in range(per_host)]
-    numbered = [g.model_copy(update={"index": i}) for i, g in enumerate(local)]
-    numbered += [g.model_copy(update={"index": i}) for i, g in enumerate(remote)]
+    numbered = [replace(g, index=i) for i, g in enumerate(local)]
+    numbered += [replace(g, index=i) for i, g in enumerate(remote)]
     return Rig(
         gpus=tuple(numbered),
         ram_total_bytes=64 * GIB,
@@ -261,7 +263,7 @@ def test_vllm_holds_sliding_layers_at_their_window() -> None:
     g3 = spec("gemma-3-27b-it")
     s = make_settings(backend="vllm", context=32768, quant="AWQ")
     hybrid = plan(g3, R3090, s, PERF).serving
-    full = plan(g3, R3090, s.model_copy(update={"swa_full": True}), PERF).serving
+    full = plan(g3, R3090, replace(s, swa_full=True), PERF).serving
     assert hybrid is not None and full is not None
     # per request the windowed layers need ~1K tokens, not 32K: more requests fit
     assert hybrid.max_concurrency > 2 * full.max_concurrency
@@ -314,12 +316,14 @@ def test_compute_capability_compares_as_numbers() -> None:
 
 
 def test_rigs_refuse_names_that_would_break_a_script_line() -> None:
-    from rigspark_gui.core.record import ValidationError
+    from pydantic import ValidationError
 
-    with pytest.raises(ValidationError):
-        Host(name="box2\ntouch /tmp/x #")
-    with pytest.raises(ValidationError):
-        Rig(ram_total_bytes=1, address="10.0.0.1\nrm -rf ~")
+    from rigspark_gui.formats.rig import read_rig
+
+    with pytest.raises(ValidationError, match=r"hosts\.0\.name"):
+        read_rig({"ram_total_bytes": 1, "hosts": [{"name": "box2\ntouch /tmp/x #"}]})
+    with pytest.raises(ValidationError, match="address"):
+        read_rig({"ram_total_bytes": 1, "address": "10.0.0.1\nrm -rf ~"})
 
 
 def test_a_placement_on_two_hosts_follows_llama_cpp_order() -> None:

@@ -4,6 +4,8 @@ and the properties a user relies on."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,9 +96,7 @@ def test_prefill_is_a_point_with_a_band(llama8b) -> None:
 
 
 def test_moe_reads_only_its_active_experts() -> None:
-    moe = LLAMA_31_8B.model_copy(
-        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 14336}
-    )
+    moe = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=14336)
     spec = spec_of(moe)
     rig, s = one_gpu(), PlanSettings()
     g, layout = spec.geometry, weights_layout(spec, "Q4_K_M")
@@ -132,7 +132,7 @@ def test_a_deeper_context_never_speeds_decode(depth: int, deeper: int) -> None:
     rig, m = one_gpu(), simple_speed_model()
     g, layout = spec.geometry, weights_layout(spec, "Q4_K_M")
     s1 = PlanSettings(context=131072, prompt_tokens=depth)
-    s2 = s1.model_copy(update={"prompt_tokens": depth + deeper})
+    s2 = replace(s1, prompt_tokens=depth + deeper)
     p = uniform_placement(g, rig, s1, "gpu:0")
     assert (
         estimate_decode(p, g, layout, rig, s2, m).tok_s

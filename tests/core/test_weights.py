@@ -1,5 +1,7 @@
 """Synthesized weights against real published GGUF files."""
 
+from dataclasses import replace
+
 import pytest
 
 from rigspark_gui.core.memory import file_bytes_estimate, synthesize_tensors, weights_layout
@@ -34,14 +36,14 @@ def test_q4_k_m_recipe_types() -> None:
 
 
 def test_rows_not_multiple_of_256_fall_back() -> None:
-    g = LLAMA_31_8B.model_copy(update={"n_ff": 29568})  # Qwen2.5-72B's width: 115.5 blocks
+    g = replace(LLAMA_31_8B, n_ff=29568)  # Qwen2.5-72B's width: 115.5 blocks
     tensors = {t.name: t for t in synthesize_tensors(g, "Q4_K_M")}
     assert tensors["blk.5.ffn_down.weight"].type == "Q5_0"
     assert tensors["blk.6.ffn_down.weight"].type == "Q8_0"  # Q6_K falls back to Q8_0
 
 
 def test_tied_embeddings_head_is_duplicated_off_cpu() -> None:
-    g = LLAMA_31_8B.model_copy(update={"tied_embeddings": True})
+    g = replace(LLAMA_31_8B, tied_embeddings=True)
     layout = weights_layout(spec_of(g), "Q4_K_M")
     assert layout.tied_head_bytes == layout.input_bytes
     tensors = {t.name: t for t in synthesize_tensors(g, "Q4_K_M")}
@@ -50,9 +52,7 @@ def test_tied_embeddings_head_is_duplicated_off_cpu() -> None:
 
 
 def test_moe_active_parameters() -> None:
-    g = LLAMA_31_8B.model_copy(
-        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 14336}
-    )
+    g = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=14336)
     layout = weights_layout(spec_of(g), "Q4_K_M")
     assert all(e > 0 for e in layout.block_expert_bytes)
     assert layout.expert_fraction_active == 0.25

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.record import ValidationError
 from rigspark_gui.reconcile import (
     MAX_LOG_BYTES,
     BufferKind,
@@ -75,7 +75,7 @@ def test_the_real_llama_cpp_log_gives_its_settings_and_every_buffer() -> None:
 
 def test_a_log_is_a_frozen_model() -> None:
     log = _log("llama_cpp_load.log")
-    with pytest.raises(ValidationError):
+    with pytest.raises(FrozenInstanceError):
         log.n_ctx = 1  # type: ignore[misc]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigspark_gui import cli
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.formats.model_spec import read_model_spec
 
 DATA = Path(__file__).parent / "data"
 
@@ -16,7 +16,7 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture
 def model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The log's model stands in a file here; reading it gives the recorded header."""
-    spec = ModelSpec.model_validate_json((DATA / "llama3-gqa-Q4_K_M.spec.json").read_text())
+    spec = read_model_spec(json.loads((DATA / "llama3-gqa-Q4_K_M.spec.json").read_text()))
     path = tmp_path / "llama3-gqa-Q4_K_M.gguf"
     path.write_bytes(b"GGUF")
     real = cli.load_model
@@ -75,7 +75,7 @@ def test_the_window_reconciles_a_log_with_the_model_on_screen(qtbot, tmp_path, m
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     w = MainWindow(rig=rig, detect_on_start=False, settings=settings)
     qtbot.addWidget(w)
-    spec = ModelSpec.model_validate_json((DATA / "llama3-gqa-Q4_K_M.spec.json").read_text())
+    spec = read_model_spec(json.loads((DATA / "llama3-gqa-Q4_K_M.spec.json").read_text()))
     w.session.add_model(spec)
     w.session.set_model(spec.id)
     log = DATA / "llama_cpp_load.log"

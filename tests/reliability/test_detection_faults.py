@@ -6,6 +6,7 @@ plan must still come out of whatever remains.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.rig import Basis, Rig
 from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.formats.rig import read_rig, rig_json
 from rigspark_gui.hardware import cpu as cpu_probe
 from rigspark_gui.hardware import nvidia
 from rigspark_gui.hardware.detect import detect
@@ -83,7 +85,7 @@ def run_detect(tmp_path: Path, database: Any = None, timeout_s: float = 5.0) -> 
         database=database, timeout_s=timeout_s, models_dir=tmp_path, sysfs_root=tmp_path / "none"
     )
     assert time.monotonic() - start < timeout_s + 1.5
-    return Rig.model_validate_json(rig.model_dump_json())  # what detection gives is a valid rig
+    return read_rig(json.loads(rig_json(rig)))  # what detection gives is a valid rig
 
 
 def assert_plans(rig: Rig, planning: tuple[Any, Any, Any]) -> None:

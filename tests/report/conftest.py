@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.catalog.rig_file import load_rig
 from rigspark_gui.cli import gpu_database
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings, make_settings
+from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.formats.settings import make_settings
 from rigspark_gui.report.model import PlanReport, build_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +40,8 @@ def report() -> PlanReport:
 def hostile_report() -> PlanReport:
     """A model and a GPU named like markup, as an imported GGUF or a rig file could."""
     spec = load_catalog().find("llama-3.1-8b-instruct").to_spec()
-    spec = spec.model_copy(update={"name": HOSTILE, "source": HOSTILE, "imported": True})
+    spec = replace(spec, name=HOSTILE, source=HOSTILE, imported=True)
     rig = example_rig()
-    gpus = tuple(g.model_copy(update={"name": HOSTILE}) for g in rig.gpus)
-    rig = rig.model_copy(update={"gpus": gpus, "name": HOSTILE})
+    gpus = tuple(replace(g, name=HOSTILE) for g in rig.gpus)
+    rig = replace(rig, gpus=gpus, name=HOSTILE)
     return build_report(spec, rig, example_settings(), load_perf(), created_at=CREATED_AT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
 
@@ -142,9 +144,7 @@ def test_strategies_and_commands(tab: LayersTab) -> None:
 
 
 def test_moe_experts_to_cpu(qtbot, perf: SpeedModel) -> None:
-    g = LLAMA_31_8B.model_copy(
-        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
-    )
+    g = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=4096)
     w = LayersTab()
     qtbot.addWidget(w)
     w.set_context(spec_of(g), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
@@ -198,9 +198,7 @@ def test_the_strip_draws_each_lane_and_selects_like_the_list(qtbot, perf) -> Non
 
     from rigspark_gui.ui.lane_model import encode_units
 
-    g = LLAMA_31_8B.model_copy(
-        update={"n_ff": 0, "n_expert": 8, "n_expert_used": 2, "n_ff_expert": 4096}
-    )
+    g = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=4096)
     w = LayersTab()
     qtbot.addWidget(w)
     w.resize(1200, 700)

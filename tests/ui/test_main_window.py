@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
@@ -176,9 +178,7 @@ def _fake_probe(monkeypatch, gbps: float = 42.0, busy: bool = False) -> list[int
 
 def _without_bandwidth():
     rig = rig_2x3090()
-    return rig.model_copy(
-        update={"cpu": rig.cpu.model_copy(update={"memory_bandwidth_gbps": None})}
-    )
+    return replace(rig, cpu=replace(rig.cpu, memory_bandwidth_gbps=None))
 
 
 def test_measuring_ram_bandwidth_gives_the_cpu_path_a_speed(qtbot, window, monkeypatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -246,7 +247,7 @@ def test_save_and_reopen_gives_the_same_rig(
     saved = target.with_suffix(".json")
     assert saved.is_file(), dialogs.shown
     # the detected machine's name would mislead once it is a file: named after the file
-    edited = edited.model_copy(update={"name": "what-if"})
+    edited = replace(edited, name="what-if")
     assert load_rig(saved, database) == edited
 
     with qtbot.waitSignal(panel.rig_changed, timeout=1000):
@@ -358,7 +359,7 @@ def test_detection_progress_and_edits_survive_redetection(
 
     panel.set_ram_total_bytes(32 * GIB)
     edited = panel.rig()
-    fresh = detected_rig(database).model_copy(update={"ram_available_bytes": 50 * GIB})
+    fresh = replace(detected_rig(database), ram_available_bytes=50 * GIB)
     with qtbot.assertNotEmitted(panel.rig_changed):
         panel.set_detected(fresh)
     panel.set_detecting(False)

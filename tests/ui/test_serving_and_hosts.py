@@ -13,6 +13,7 @@ from PySide6.QtCore import QModelIndex, QSettings, Qt
 from rigspark_gui.catalog.gpu_database import load_gpu_database
 from rigspark_gui.catalog.rig_file import load_rig
 from rigspark_gui.cli import main as cli
+from rigspark_gui.formats.jsonable import jsonable
 from rigspark_gui.report.export import export_plan
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import background
@@ -108,7 +109,7 @@ def test_serving_plan_is_one_truth_on_cli_report_and_tab(
                 "--context", "20000", "--backend", "sglang", "--json"]) == 0  # fmt: skip
     data = json.loads(capsys.readouterr().out)
     window = serving.session.plan
-    assert data["serving"] == window.serving.model_dump(mode="json")
+    assert data["serving"] == jsonable(window.serving)
     report = export_plan(
         serving.session.spec, serving.session.rig, window.settings, serving.session.perf,
         tmp_path / "r.json", "json",
@@ -161,7 +162,7 @@ def test_multi_host_launch_is_one_truth(hosts: MainWindow, capsys) -> None:
     assert cli(["plan", "--model", "llama-3.3-70b-instruct", "--rig", str(TWO_HOSTS),
                 "--context", "8192", "--quant", "Q4_K_M", "--json"]) == 0  # fmt: skip
     data = json.loads(capsys.readouterr().out)
-    assert data["launch"] == plan.launch.model_dump(mode="json")
+    assert data["launch"] == jsonable(plan.launch)
     assert hosts.layers_tab.command_text.toPlainText() == plan.launch.text
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtGui import QGuiApplication
@@ -46,7 +47,7 @@ def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
     monkeypatch,
 ) -> None:
     panel = window.rig_panel
-    detected = rig_2x3090().model_copy(update={"name": "This machine"})
+    detected = replace(rig_2x3090(), name="This machine")
     panel.set_detected(detected)
     target = tmp_path / "workstation.json"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a: (str(target), "")))

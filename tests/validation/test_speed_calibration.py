@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from rigspark_gui.formats.jsonable import jsonable
+from rigspark_gui.formats.speed import SpeedModelFile
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import GpuBackend, PlanSettings
-from rigspark_gui.core.speed import DecodeShape, SpeedModel, estimate_decode_shape
+from rigspark_gui.core.speed import DecodeShape, estimate_decode_shape
 from validation import speed_fit
 from validation.speed_report import (
     TARGET_INSIDE,
@@ -58,10 +61,10 @@ def test_held_out_decode_meets_the_targets_on_gpus_and_socs(cal: Calibration) ->
 
 
 def test_the_shipped_parameters_are_the_fit_of_the_data(cal: Calibration) -> None:
-    shipped = SpeedModel.model_validate_json(speed_fit.MODEL_PATH.read_text())
+    shipped = SpeedModelFile.model_validate_json(speed_fit.MODEL_PATH.read_text()).to_record()
     fitted = cal.model
     assert shipped.basis == fitted.basis
-    a, b = shipped.model_dump(), fitted.model_dump()
+    a, b = jsonable(shipped), jsonable(fitted)
 
     def close(x: object, y: object) -> bool:
         if isinstance(x, dict) and isinstance(y, dict):

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import Frozen, ModelSpec
+from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.placement import CPU, INPUT, DeviceLoad, Placement, llama_cpp_slots
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
@@ -33,15 +33,20 @@ SGLANG_DIST_PORT = 5000
 THIS_HOST = "this machine"
 
 
-class HostScript(Frozen):
-    host: str = Field(description="'' = this machine")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostScript:
+    # '' = this machine
+    host: str
     address: str
     role: str
-    order: int = Field(description="start order, 1 first")
-    text: str = Field(description="shell lines to run there")
+    # start order, 1 first
+    order: int
+    # shell lines to run there
+    text: str
 
 
-class ClusterLaunch(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterLaunch:
     engine: str
     supported: bool
     scripts: tuple[HostScript, ...] = ()

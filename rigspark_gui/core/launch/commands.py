@@ -25,13 +25,14 @@ import math
 import re
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch.cluster import rpc_launch
-from rigspark_gui.core.model_spec import Frozen, Geometry, ModelSpec
+from rigspark_gui.core.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     INPUT,
@@ -41,7 +42,6 @@ from rigspark_gui.core.placement import (
     gpu_device,
     llama_base,
 )
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
 
@@ -75,7 +75,8 @@ class Engine(StrEnum):
         }[self]
 
 
-class Override(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Override:
     """One `-ot PATTERN=BUFFER` rule: tensors whose name matches go to that buffer."""
 
     pattern: str
@@ -86,25 +87,29 @@ class Override(Frozen):
         return f"{self.pattern}={self.buffer}"
 
 
-class LaunchCommand(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchCommand:
     engine: Engine
-    supported: bool = Field(description="False: `explanation` says why no command is given")
-    argv: tuple[str, ...] = Field(default=(), description="the main command, unquoted")
+    # False: `explanation` says why no command is given
+    supported: bool
+    # the main command, unquoted
+    argv: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    text: str = Field(description="what to copy: shell lines (and a Modelfile for Ollama)")
+    # what to copy: shell lines (and a Modelfile for Ollama)
+    text: str
     explanation: str = ""
     notes: tuple[str, ...] = ()
 
 
-class LlamaLayout(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaLayout:
     """A placement in llama.cpp's terms: base rule plus tensor overrides."""
 
     ngl: int
     tensor_split: tuple[int, ...] | None
     overrides: tuple[Override, ...]
-    kv_stays: tuple[tuple[str, str], ...] = Field(
-        default=(), description="(unit, device) whose KV llama.cpp keeps on the base device"
-    )
+    # (unit, device) whose KV llama.cpp keeps on the base device
+    kv_stays: tuple[tuple[str, str], ...] = ()
 
 
 # ---------------------------------------------------------------- device names
@@ -387,7 +392,7 @@ def apply_llama_args(
             continue
         if u.unit == OUTPUT:
             dev = _first_match(overrides, _OUTPUT_TENSOR) or u.device
-            units.append(u.model_copy(update={"device": dev}))
+            units.append(replace(u, device=dev))
             continue
         dev = _first_match(overrides, f"{u.unit}.{_DENSE_TENSOR}") or u.device
         experts: str | None = None
@@ -397,8 +402,8 @@ def apply_llama_args(
         for d in (dev, experts):
             if d is not None and d not in base.devices:
                 raise InvalidPlacementError(f"no device {d!r} in this rig")
-        units.append(u.model_copy(update={"device": dev, "experts_device": experts}))
-    return base.model_copy(update={"units": tuple(units)})
+        units.append(replace(u, device=dev, experts_device=experts))
+    return replace(base, units=tuple(units))
 
 
 # ---------------------------------------------------------------- commands

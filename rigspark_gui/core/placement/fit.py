@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -153,11 +154,12 @@ class _Shape:
 
 _shapes_of: ByIdentity[Geometry, dict[tuple[object, ...], _Shape]] = ByIdentity(lambda _: {})
 _KV_FIELDS = ("kv_k", "kv_v")
+_SHAPE_FIELDS = tuple(f.name for f in fields(PlanSettings) if f.name not in _KV_FIELDS)
 
 
 def _shape(g: Geometry, s: PlanSettings) -> _Shape:
     shapes = _shapes_of(g)
-    key = tuple(v for k, v in s.__dict__.items() if k not in _KV_FIELDS)
+    key = tuple(getattr(s, name) for name in _SHAPE_FIELDS)
     shape = shapes.get(key)
     if shape is None:
         if len(shapes) >= 64:  # a context slider visits many: keep the recent ones

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
@@ -25,8 +26,7 @@ from rigspark_gui.core.memory import (
     output_buffer_bytes,
     pipeline_copies,
 )
-from rigspark_gui.core.model_spec import Frozen, Geometry
-from rigspark_gui.core.record import Field
+from rigspark_gui.core.model_spec import Geometry
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
@@ -45,23 +45,27 @@ def block_id(layer: int) -> str:
     return f"blk.{layer}"
 
 
-class UnitPlacement(Frozen):
-    unit: str = Field(description="input, blk.N or output")
-    index: int = Field(description="slot order: input -1, blocks 0..n-1, output n")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitPlacement:
+    # input, blk.N or output
+    unit: str
+    # slot order: input -1, blocks 0..n-1, output n
+    index: int
     has_attention: bool
     has_mlp: bool
     device: str
-    experts_device: str | None = Field(
-        default=None, description="where routed experts live when not with the block"
-    )
+    # where routed experts live when not with the block
+    experts_device: str | None = None
 
 
-class Placement(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
     """Which device holds each unit, for one request budget (graph.go's ExecutionPlan)."""
 
     max_context: int
     kv_block_size: int
-    devices: tuple[str, ...] = Field(description="cpu first, then gpu:N")
+    # cpu first, then gpu:N
+    devices: tuple[str, ...]
     units: tuple[UnitPlacement, ...]
 
     def unit(self, unit_id: str) -> UnitPlacement:
@@ -118,7 +122,8 @@ class Verdict(StrEnum):
     OVER = "over"
 
 
-class DeviceLoad(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceLoad:
     device: str
     name: str
     units: tuple[str, ...]
@@ -129,11 +134,9 @@ class DeviceLoad(Frozen):
     total_bytes: int
     capacity_bytes: int
     verdict: Verdict
-    input_copies: int = Field(
-        default=1,
-        description="copies of its inputs llama.cpp keeps for pipeline parallelism "
-        "(counted in compute_bytes); 1 when it is off",
-    )
+    # copies of its inputs llama.cpp keeps for pipeline parallelism (counted in compute_bytes); 1
+    # when it is off
+    input_copies: int = 1
 
     @property
     def required_bytes(self) -> int:
@@ -393,10 +396,10 @@ def move_layers(placement: Placement, unit_ids: Iterable[str], device: str) -> P
     """A new placement with `unit_ids` (and their experts) on `device`."""
     ids = _check_move(placement, unit_ids, device)
     units = tuple(
-        u.model_copy(update={"device": device, "experts_device": None}) if u.unit in ids else u
+        replace(u, device=device, experts_device=None) if u.unit in ids else u
         for u in placement.units
     )
-    return placement.model_copy(update={"units": units})
+    return replace(placement, units=units)
 
 
 def move_experts(placement: Placement, unit_ids: Iterable[str], device: str | None) -> Placement:
@@ -405,12 +408,10 @@ def move_experts(placement: Placement, unit_ids: Iterable[str], device: str | No
     if ids & {INPUT, OUTPUT}:
         raise InvalidPlacementError("only blocks have experts")
     units = tuple(
-        u.model_copy(update={"experts_device": None if device == u.device else device})
-        if u.unit in ids
-        else u
+        replace(u, experts_device=None if device == u.device else device) if u.unit in ids else u
         for u in placement.units
     )
-    return placement.model_copy(update={"units": units})
+    return replace(placement, units=units)
 
 
 def device_name(rig: Rig, device: str) -> str:

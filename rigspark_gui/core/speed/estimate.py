@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.model_spec import Frozen
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.speed.devices import (
@@ -29,7 +29,8 @@ from rigspark_gui.core.speed.model import (
 CPU = "cpu"
 
 
-class Throughput(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Throughput:
     """Decode speed: a point, its band and the basis of both."""
 
     tok_s: float | None = None
@@ -41,7 +42,8 @@ class Throughput(Frozen):
     depth: int | None = None
 
 
-class Prefill(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prefill:
     prompt_tokens: int
     seconds: float | None = None
     low_seconds: float | None = None
@@ -287,7 +289,7 @@ def throughput_of(time: DecodeTime | str, depth: int, model: SpeedModel) -> Thro
             "; CPUs differ more than published runs describe: calibrating this machine "
             "(View > Calibrate speed, or rigspark-plan calibrate) narrows the band"
         )
-    return Throughput.model_construct(  # computed here, nothing to validate
+    return Throughput(
         tok_s=point,
         low_tok_s=point * band.low,
         high_tok_s=point * band.high,

@@ -16,10 +16,9 @@ residuals; the engine only evaluates them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rigspark_gui.core.model_spec import Frozen
-from rigspark_gui.core.record import Field
 from rigspark_gui.core.settings import GpuBackend
 
 __all__ = ["GpuBackend"]
@@ -57,55 +56,68 @@ class CpuIsa(StrEnum):
     OTHER = "other"
 
 
-class Band(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Band:
     """Multiplicative band around a point estimate: the 10th and 90th percentile of
     measured / predicted on rows held out of the fit."""
 
-    low: float = Field(gt=0, le=1)
-    high: float = Field(ge=1)
-    rows: int = Field(ge=0, description="held-out rows the band was taken from")
+    low: float
+    high: float
+    # held-out rows the band was taken from
+    rows: int
 
 
-class DecodeParams(Frozen):
-    efficiency: dict[DeviceClass, float] = Field(description="share of bandwidth, F16 reads")
-    backend_factor: dict[str, float] = Field(description="relative to the vendor's own backend")
-    quant_factor: dict[QuantFamily, float] = Field(description="GPU kernels, relative to F16")
-    backend_quant_factor: dict[str, float] = Field(
-        default_factory=dict, description='"backend:family" -> adjustment of quant_factor'
-    )
-    layer_seconds: dict[str, float] = Field(description="fixed cost per layer per token")
-    hop_seconds: float = Field(ge=0, description="per device boundary, per token")
-    cpu_efficiency: float = Field(gt=0, le=1.5, description="share of the RAM bandwidth figure")
-    cpu_core_bandwidth: dict[CpuIsa, float] = Field(
-        default_factory=dict, description="bytes/s one core streams: few threads cap RAM use"
-    )
-    cpu_core_rate: dict[CpuIsa, float] = Field(description="F16 weights' elements/s per core")
-    cpu_quant_factor: dict[QuantFamily, float] = Field(description="CPU dot rate vs F16")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeParams:
+    # share of bandwidth, F16 reads
+    efficiency: dict[DeviceClass, float]
+    # relative to the vendor's own backend
+    backend_factor: dict[str, float]
+    # GPU kernels, relative to F16
+    quant_factor: dict[QuantFamily, float]
+    # "backend:family" -> adjustment of quant_factor
+    backend_quant_factor: dict[str, float] = field(default_factory=dict)
+    # fixed cost per layer per token
+    layer_seconds: dict[str, float]
+    # per device boundary, per token
+    hop_seconds: float
+    # share of the RAM bandwidth figure
+    cpu_efficiency: float
+    # bytes/s one core streams: few threads cap RAM use
+    cpu_core_bandwidth: dict[CpuIsa, float] = field(default_factory=dict)
+    # F16 weights' elements/s per core
+    cpu_core_rate: dict[CpuIsa, float]
+    # CPU dot rate vs F16
+    cpu_quant_factor: dict[QuantFamily, float]
     band: Band
     cpu_band: Band
 
 
-class PrefillParams(Frozen):
-    efficiency: dict[DeviceClass, float] = Field(description="share of dense FP16 FLOPS")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrefillParams:
+    # share of dense FP16 FLOPS
+    efficiency: dict[DeviceClass, float]
     quant_factor: dict[QuantFamily, float]
-    cpu_core_flops: dict[CpuIsa, float] = Field(description="FLOP/s per core, prompt matmuls")
+    # FLOP/s per core, prompt matmuls
+    cpu_core_flops: dict[CpuIsa, float]
     band: Band
 
 
-class SpeedModel(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedModel:
     """Fitted parameters with their provenance. An empty model (no data file) makes
     every estimate `unknown`."""
 
     decode: DecodeParams | None = None
     prefill: PrefillParams | None = None
-    basis: str = Field(default="", description="which calibration, in words")
+    # which calibration, in words
+    basis: str = ""
     source: str = ""
     # Measured / predicted on this machine (`rigspark-plan calibrate`), by device
     # ("cpu:NAME", "gpu:NAME") and quantization family ("*": over the families measured);
     # a plan's time on that device is divided by it.
-    local_decode_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
-    local_prefill_scale: dict[str, dict[str, float]] = Field(default_factory=dict)
+    local_decode_scale: dict[str, dict[str, float]] = field(default_factory=dict)
+    local_prefill_scale: dict[str, dict[str, float]] = field(default_factory=dict)
     local_basis: str = ""
-    local_band: Band | None = Field(
-        default=None, description="band of an estimate on a calibrated device"
-    )
+    # band of an estimate on a calibrated device
+    local_band: Band | None = None

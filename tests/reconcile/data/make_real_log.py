@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rigspark_gui.formats.jsonable import jsonable
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
@@ -90,7 +92,9 @@ def main() -> None:
         probe = ROOT / "validation" / "llama_probe.py"
         subprocess.run([llama_py, str(probe), "quantize", str(src), str(dst), "Q4_K_M"], check=True)
         spec = import_gguf(dst)
-        (HERE / "llama3-gqa-Q4_K_M.spec.json").write_text(spec.model_dump_json(indent=1) + "\n")
+        (HERE / "llama3-gqa-Q4_K_M.spec.json").write_text(
+            json.dumps(jsonable(spec), indent=1, ensure_ascii=False) + "\n"
+        )
         for name, job in JOBS.items():
             run = subprocess.run(
                 [llama_py, "-c", LOADER, str(dst), json.dumps(job)],

@@ -1,0 +1,75 @@
+"""The knobs of one plan, as the CLI, the window's remembered settings and reports give them."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field, ValidationError
+
+from rigspark_gui.core import settings as core_settings
+from rigspark_gui.core.errors import InvalidSettingsError, validation_message
+from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.settings import (
+    DEFAULT_MIN_TOK_S,
+    DEFAULT_UBATCH,
+    MAX_CONTEXT,
+    Backend,
+    GpuBackend,
+)
+from rigspark_gui.formats.base import Boundary
+from rigspark_gui.formats.jsonable import fields_of
+
+
+class PlanSettings(Boundary):
+    """PlanSettings as given from outside: CLI flags, remembered settings, a report."""
+
+    record: ClassVar[type] = core_settings.PlanSettings
+    context: int = Field(default=8192, ge=1, le=MAX_CONTEXT)
+    kv_k: KvCacheType = KvCacheType.F16
+    kv_v: KvCacheType = KvCacheType.F16
+    flash_attn: bool = False
+    parallel: int = Field(default=1, ge=1, le=256, description="sequences served at once")
+    backend: Backend = Backend.LLAMA_CPP
+    n_ubatch: int = Field(default=DEFAULT_UBATCH, ge=1, le=65536)
+    swa_full: bool = Field(
+        default=False, description="size sliding-window layers at the full context"
+    )
+    quant: str | None = Field(default=None, description="fixed quantization, or None = best")
+    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_CONTEXT, description="for prefill")
+    gpu_backend: GpuBackend | None = Field(
+        default=None, description="GPU compute backend; None = each vendor's own"
+    )
+    min_tok_s: float = Field(
+        default=DEFAULT_MIN_TOK_S,
+        ge=0,
+        le=100000,
+        description="Auto: the best quality reaching this decode speed (0 = best that fits)",
+    )
+    memory_utilization: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="vLLM gpu_memory_utilization / SGLang mem_fraction_static",
+    )
+    tensor_parallel: int | None = Field(default=None, ge=1, le=1024)
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=1024)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1 << 16)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
+    cpu_offload_gb: float = Field(
+        default=0.0, ge=0, le=1 << 20, description="vLLM --cpu-offload-gb"
+    )
+
+
+def make_settings(**values: object) -> core_settings.PlanSettings:
+    """The engine's PlanSettings from loose values, raising the user-facing
+    InvalidSettingsError (one line naming the field)."""
+    try:
+        record: core_settings.PlanSettings = PlanSettings.model_validate(values).to_record()
+    except ValidationError as err:
+        raise InvalidSettingsError(validation_message(err)) from None
+    return record
+
+
+def settings_values(settings: core_settings.PlanSettings) -> dict[str, object]:
+    """A PlanSettings as the keyword arguments `make_settings` takes back."""
+    return fields_of(settings)
