@@ -76,7 +76,7 @@ def main() -> None:
     med, best = timed(lambda: plan(big, rig, s, perf, ladders=False), 50)
     print(f"one plan (Llama-3.1-405B, 126 layers): median {med:.2f} ms, best {best:.2f} ms")
 
-    from rigspark_gui.formats.settings import make_settings
+    from rigspark_gui.core.settings import make_settings
 
     vllm = make_settings(backend="vllm", context=8192)
     med, best = timed(lambda: plan(spec, rig, vllm, perf), 100)

@@ -22,7 +22,7 @@ from typing import Any
 
 from fuzz import mutate, seeds
 from rigspark_gui.catalog.gguf_import import import_gguf
-from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
+from rigspark_gui.catalog.gpu_database import load_gpu_database, parse_gpu_database
 from rigspark_gui.catalog.hf_import import import_hf
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.rig_file import load_rig
@@ -113,7 +113,9 @@ class Corpus:
         database = seeds.gpu_database_seed()
         self.databases = [database, *seeds.small_slices(database, "gpus", rng, 8)]
         self.database_keys = sorted(mutate.json_keys(database))
-        self.database = GpuDatabase.model_validate({"gpus": database["gpus"]})
+        self.database = parse_gpu_database(
+            {"schema_version": 1, "gpus": database["gpus"]}, Path("gpus.json")
+        )
 
 
 def scratch_dir() -> str | None:

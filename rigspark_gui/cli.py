@@ -289,6 +289,16 @@ def _reconcile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
 
 
+def _schema_args(p: argparse.ArgumentParser) -> None:
+    from rigspark_gui.cli_schema import SCHEMAS  # names only: no pydantic until one is printed
+
+    p.add_argument(
+        "name", nargs="?", choices=tuple(SCHEMAS), metavar="NAME", help="the format (see --list)"
+    )
+    p.add_argument("--list", action="store_true", help="list the formats (also with no NAME)")
+    p.add_argument("--json", action="store_true", help="the list as JSON: name -> what it is")
+
+
 # command -> (what `--help` says of it, its own description, the flags it takes)
 _SUBCOMMANDS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser], None]]] = {
     "plan": ("every path's fit, shortfall and speed", None, _plan_args),
@@ -316,6 +326,12 @@ _SUBCOMMANDS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser
         "llama-bench output (text, JSON, CSV), plans the settings it shows and prints each "
         "buffer per device, predicted and actual, with why they differ.",
         _reconcile_args,
+    ),
+    "schema": (
+        "print the JSON Schema of a file or output format",
+        "Prints the JSON Schema of a file RigSpark reads or writes, or of a command's "
+        "--json output (docs/formats.md). With --list, or no NAME, lists the names.",
+        _schema_args,
     ),
 }
 
@@ -427,7 +443,7 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
 
 def settings_from(args: argparse.Namespace) -> PlanSettings:
     from rigspark_gui.core.ggml_types import kv_cache_type
-    from rigspark_gui.formats.settings import make_settings
+    from rigspark_gui.core.settings import make_settings
 
     k = kv_cache_type(args.kv_k)
     v = kv_cache_type(args.kv_v) if args.kv_v else k
@@ -623,7 +639,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         _emit(
             {
                 "schema_version": 1,
-                "models": [e.model_dump(mode="json") for e in entries],
+                "models": [jsonable(e) for e in entries],
             }
         )
         return EXIT_FITS
@@ -736,7 +752,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     )
     path = save_calibration(cal)
     if args.json:
-        _emit({"schema_version": 1, "path": str(path), **cal.model_dump(mode="json")})
+        _emit({"schema_version": 1, "path": str(path), **jsonable(cal)})
         return EXIT_FITS
     from rigspark_gui.core.units import speed_text
 
@@ -759,7 +775,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     if db is None:
         raise CatalogError("the GPU database (data/gpus.json) is missing")
     if args.json:
-        _emit({"schema_version": 1, "gpus": [g.model_dump(mode="json") for g in db.gpus]})
+        _emit({"schema_version": 1, "gpus": [jsonable(g) for g in db.gpus]})
         return EXIT_FITS
     for g in db.gpus:
         tf = f"{g.fp16_tflops:g} TFLOPS" if g.fp16_tflops else "TFLOPS unknown"
@@ -824,6 +840,20 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return EXIT_FITS
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_schema import SCHEMAS
+
+    if args.name is not None and not args.list:
+        _emit(SCHEMAS[args.name]())
+    elif args.json:
+        _emit({name: schema.about for name, schema in SCHEMAS.items()})
+    else:
+        width = max(map(len, SCHEMAS))
+        for name, schema in SCHEMAS.items():
+            print(f"{name:<{width}}  {schema.about}")
+    return EXIT_FITS
+
+
 COMMANDS = {
     "reconcile": cmd_reconcile,
     "plan": cmd_plan,
@@ -834,6 +864,7 @@ COMMANDS = {
     "gpus": cmd_gpus,
     "calibrate": cmd_calibrate,
     "export": cmd_export,
+    "schema": cmd_schema,
 }
 
 

@@ -20,7 +20,11 @@ HEAVY = ("PySide6", "pyqtgraph", "numpy", "gguf")
 def _run(code: str, home: Path | None = None) -> dict[str, object]:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     if home is not None:  # settings and caches a test writes stay in its own folder
-        env.update(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"))
+        env.update(
+            HOME=str(home),
+            XDG_CACHE_HOME=str(home / "cache"),
+            RIGSPARK_CACHE_DIR=str(home / "cache" / "rigspark"),
+        )
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -43,9 +47,10 @@ def _run(code: str, home: Path | None = None) -> dict[str, object]:
     ],
     ids=lambda a: a[0],
 )
-def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str]) -> None:
-    out = _run(
-        f"""
+def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str], tmp_path: Path) -> None:
+    """The first run validates the files it reads with pydantic; the next one finds their
+    records kept (catalog/validated.py) and loads no pydantic at all."""
+    code = f"""
         import contextlib, io, json, sys
         from rigspark_gui.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
@@ -57,13 +62,15 @@ def test_cli_commands_import_no_qt_charts_numpy_or_gguf(argv: list[str]) -> None
                                    "rigspark_gui.catalog.local_models"]
         print(json.dumps({{"loaded": [m for m in heavy if m in sys.modules]}}))
         """
-    )
-    assert out["loaded"] == []
+    first = _run(code, home=tmp_path)
+    assert "pydantic" in first["loaded"]  # nothing kept yet: every file is validated
+    assert _run(code, home=tmp_path)["loaded"] == []
 
 
 def test_the_window_paints_before_charts_or_probes_are_imported(tmp_path: Path) -> None:
-    out = _run(
-        """
+    """On a second start (the files' records kept by the first), nothing heavy loads
+    before the window is painted."""
+    code = """
         import json, os, sys
         from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
         from PySide6.QtWidgets import QApplication
@@ -99,9 +106,9 @@ def test_the_window_paints_before_charts_or_probes_are_imported(tmp_path: Path) 
         w.installEventFilter(spy)
         w.show()
         app.exec()
-        """,
-        home=tmp_path,
-    )
+        """
+    _run(code, home=tmp_path)
+    out = _run(code, home=tmp_path)
     assert out["at_import"] == []
     assert out["at_first_paint"] == []
     assert "runs on the" in out["summary"] or "does not fit" in out["summary"]

@@ -21,7 +21,7 @@ from rigspark_gui.core.serving import (
     size_serving,
     vllm_pool,
 )
-from rigspark_gui.formats.settings import make_settings
+from rigspark_gui.core.settings import make_settings
 
 CASES = Path(__file__).with_name("serving_cases.json")
 GIB = 1 << 30

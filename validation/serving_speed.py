@@ -15,7 +15,7 @@ from rigspark_gui.catalog.models import load_entry
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import size_serving
-from rigspark_gui.formats.settings import make_settings
+from rigspark_gui.core.settings import make_settings
 
 GIB = 1 << 30
 # spec sheets: memory GiB, bandwidth GB/s, dense FP16 TFLOPS

@@ -8,11 +8,9 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigspark_gui.core.memory import weights_layout
 from rigspark_gui.core.placement import CPU, gpu_device, uniform_placement
@@ -45,14 +43,16 @@ VISIBLE_ENV = {
 Progress = Callable[[int, int, str], None]  # step, steps, what
 
 
-class DeviceRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceRun:
+    """One timing of llama.cpp on one device (the file form: `calibration_file`)."""
+
     device: str  # cpu | gpu:N
     device_name: str
     quant: str
-    measured_tok_s: float = Field(gt=0)
+    measured_tok_s: float
     predicted_tok_s: float | None
-    measured_prefill_tok_s: float = Field(gt=0)
+    measured_prefill_tok_s: float
     predicted_prefill_tok_s: float | None
 
     @property
@@ -65,10 +65,10 @@ class DeviceRun(BaseModel):
         return self.measured_prefill_tok_s / p if p else None
 
 
-class LocalCalibration(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalCalibration:
     """What one calibration run measured, with its provenance."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: int = CALIBRATION_SCHEMA_VERSION
     created_at: str
     llama_cpp: str
@@ -251,12 +251,14 @@ def calibration_path() -> Path:
 def save_calibration(cal: LocalCalibration) -> Path:
     import tempfile
 
+    from rigspark_gui.calibrate.calibration_file import calibration_json
+
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cal-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(cal.model_dump_json(indent=1))
+            f.write(calibration_json(cal))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -267,13 +269,31 @@ def save_calibration(cal: LocalCalibration) -> Path:
 def load_calibration() -> LocalCalibration | None:
     """This machine's calibration, or None (absent, unreadable or from another schema:
     the published prior is used)."""
+    from rigspark_gui.catalog.validated import layout_of, read_validated
+
     path = calibration_path()
     try:
         if path.stat().st_size > 1 << 20:
             return None
-        return LocalCalibration.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+        data = path.read_bytes()
+    except OSError:
         return None
+    try:
+        return read_validated(
+            path,
+            data,
+            kind="calibration",
+            layout=layout_of(LocalCalibration, DeviceRun),
+            validate=_read_calibration,
+        )
+    except (ValueError, RecursionError):  # not JSON, or not a calibration: the prior stays
+        return None
+
+
+def _read_calibration(data: bytes) -> LocalCalibration:
+    from rigspark_gui.calibrate.calibration_file import read_calibration
+
+    return read_calibration(json.loads(data.decode("utf-8")))
 
 
 def with_local_calibration(model: SpeedModel) -> SpeedModel:

@@ -9,15 +9,14 @@ leaves them unknown.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
-
-from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.json_file import parse_json
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.rig import GIB, Basis, Gpu, Provenance, Vendor
 
@@ -51,61 +50,43 @@ def normalize_gpu_name(name: str) -> str:
     return " ".join(words)
 
 
-class GpuSpec(BaseModel):
-    """One database entry. Every figure comes from `source`."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSpec:
+    """One database entry (validated by `catalog.files.GpuSpecFile`). Every figure comes
+    from `source`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     aliases: tuple[str, ...] = ()
     vendor: Vendor
-    memory_bytes: int = Field(gt=0)
-    memory_bandwidth_gbps: float = Field(gt=0)
-    fp16_tflops: float | None = Field(default=None, gt=0)
+    memory_bytes: int
+    memory_bandwidth_gbps: float
+    fp16_tflops: float | None = None
     interconnect: str = ""
     unified: bool = False
-    source: str = Field(min_length=1)
+    source: str
     memory_options_bytes: tuple[int, ...] = ()
     # "vvvv:dddd" PCI vendor:device ids, to name AMD cards whose sysfs has no product_name.
     pci_ids: tuple[str, ...] = ()
-
-    @field_validator("vendor", mode="before")
-    @classmethod
-    def _lower_vendor(cls, value: Any) -> Any:
-        return value.lower() if isinstance(value, str) else value
-
-    @field_validator("memory_options_bytes")
-    @classmethod
-    def _positive_options(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if any(v <= 0 for v in value):
-            raise ValueError("memory options must be positive byte counts")
-        return tuple(sorted(set(value)))
-
-    @field_validator("pci_ids")
-    @classmethod
-    def _pci_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        ids = tuple(v.lower().removeprefix("0x").replace(":0x", ":") for v in value)
-        bad = [v for v in ids if not _PCI_ID.fullmatch(v)]
-        if bad:
-            raise ValueError(f"PCI ids must look like '1002:744c', got {bad}")
-        return ids
 
     @property
     def keys(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(normalize_gpu_name(n) for n in (self.name, *self.aliases)))
 
 
-class GpuDatabase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuDatabase:
     schema_version: int = GPU_DATABASE_SCHEMA_VERSION
     gpus: tuple[GpuSpec, ...] = ()
     # Entries skipped by a lenient load, one message each.
     errors: tuple[str, ...] = ()
-    _by_key: dict[str, GpuSpec] = PrivateAttr(default_factory=dict)
-    _by_pci: dict[str, GpuSpec] = PrivateAttr(default_factory=dict)
-    _variants: dict[str, list[GpuSpec]] = PrivateAttr(default_factory=dict)
+    _by_key: dict[str, GpuSpec] = dataclasses.field(init=False, repr=False, compare=False)
+    _by_pci: dict[str, GpuSpec] = dataclasses.field(init=False, repr=False, compare=False)
+    _variants: dict[str, list[GpuSpec]] = dataclasses.field(init=False, repr=False, compare=False)
 
-    def model_post_init(self, context: Any, /) -> None:
-        by_key, by_pci, variants = self._by_key, self._by_pci, self._variants
+    def __post_init__(self) -> None:
+        by_key: dict[str, GpuSpec] = {}
+        by_pci: dict[str, GpuSpec] = {}
+        variants: dict[str, list[GpuSpec]] = {}
         for spec in self.gpus:
             for key in spec.keys:
                 other = by_key.get(key)
@@ -118,6 +99,9 @@ class GpuDatabase(BaseModel):
                 by_pci.setdefault(pci, spec)
             base = _VARIANT_SUFFIX.sub("", normalize_gpu_name(spec.name))
             variants.setdefault(base, []).append(spec)
+        object.__setattr__(self, "_by_key", by_key)
+        object.__setattr__(self, "_by_pci", by_pci)
+        object.__setattr__(self, "_variants", variants)
 
     def match(self, name: str, memory_bytes: int | None = None) -> GpuSpec | None:
         """The entry whose name or alias is `name`, ignoring case and vendor prefixes.
@@ -255,7 +239,7 @@ def _entry_label(index: int, entry: Any) -> str:
     return f"gpus[{index}] ({name!r})" if isinstance(name, str) else f"gpus[{index}]"
 
 
-def _validation_message(label: str, exc: ValidationError) -> str:
+def _validation_message(label: str, exc: Any) -> str:
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "entry"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
@@ -263,14 +247,31 @@ def _validation_message(label: str, exc: ValidationError) -> str:
 
 
 def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase:
-    """Read and validate a GPU database file.
+    """Read and validate a GPU database file (its records kept for the same bytes).
 
     Strict (the default): the first bad entry raises CatalogError naming it and the
     field. Lenient: bad entries are skipped and listed in `GpuDatabase.errors`, so one
     typo in a user-edited file does not cost every other entry.
     """
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
+
     path = Path(path)
-    raw = read_json(path, what="GPU database", error=CatalogError)
+    data = read_bytes(path, what="GPU database", error=CatalogError, max_bytes=32 << 20)
+    return read_validated(
+        path,
+        data,
+        kind="gpus-lenient" if lenient else "gpus",
+        layout=layout_of(GpuDatabase, GpuSpec),
+        validate=lambda b: parse_gpu_database(parse_json(b, path), path, lenient=lenient),
+    )
+
+
+def parse_gpu_database(raw: object, path: Path, *, lenient: bool = False) -> GpuDatabase:
+    """A GPU database from its JSON, validated entry by entry."""
+    from pydantic import ValidationError
+
+    from rigspark_gui.catalog.files import GpuSpecFile
+
     if not isinstance(raw, dict):
         raise CatalogError(f"{path}: expected an object with 'schema_version' and 'gpus'")
     version = raw.get("schema_version")
@@ -286,7 +287,7 @@ def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase
     for index, entry in enumerate(entries):
         label = _entry_label(index, entry)
         try:
-            spec = GpuSpec.model_validate(entry)
+            spec = GpuSpecFile.model_validate(entry).to_record()
         except ValidationError as exc:
             message = f"{path}: {_validation_message(label, exc)}"
             if not lenient:

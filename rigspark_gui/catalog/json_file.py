@@ -30,3 +30,13 @@ def read_json(
         raise error(f"cannot read {what} {path}: {err.strerror or err}") from None
     except (ValueError, RecursionError) as err:
         raise error(f"{path.name} is not valid JSON: {_short(err)}") from None
+
+
+def parse_json(data: bytes, path: Path, *, error: type[RigSparkError] | None = None) -> object:
+    """Bytes read from `path` as JSON, or `error` (CatalogError by default) naming it."""
+    from rigspark_gui.core.errors import CatalogError
+
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as err:
+        raise (error or CatalogError)(f"{path.name} is not valid JSON: {_short(err)}") from None

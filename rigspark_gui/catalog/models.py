@@ -9,14 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.json_file import parse_json
+from rigspark_gui.catalog.quality import quality_file as QUALITY_FILE
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.model_spec import Checkpoint, ModelSpec
-from rigspark_gui.formats.model_spec import GeometryRecord, QuantFileRecord
+from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec, QuantFile
 from rigspark_gui.resources import data_file
 
 CATALOG_SCHEMA_VERSION = 1
@@ -33,21 +31,22 @@ NATIVE_CHECKPOINTS = {
 }
 
 
-class CatalogEntry(BaseModel):
-    """One entry of `data/models.json` (the file format; `to_spec` gives the engine's)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogEntry:
+    """One cited model of the catalog (validated by `catalog.files.CatalogEntryFile`)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)
-    name: str = Field(min_length=1, max_length=200)
-    family: str = Field(min_length=1, max_length=100)
+    id: str
+    name: str
+    family: str
     license: str = ""
     hf_repo: str = ""
-    source: str = Field(min_length=1, description="the model's config.json: repo and path")
+    # the model's config.json: repo and path
+    source: str
     verified_from: str = ""
-    params_b: float | None = Field(default=None, gt=0)
+    params_b: float | None = None
     native_dtype: str = "bfloat16"
-    geometry: GeometryRecord
-    published: dict[str, QuantFileRecord] = Field(default_factory=dict)
+    geometry: Geometry
+    published: dict[str, QuantFile] = field(default_factory=dict)
 
     def quants(self) -> tuple[str, ...]:
         return self._quant_list()[0]
@@ -102,6 +101,11 @@ def _unknown(model_id: str, ids: list[str]) -> CatalogError:
 
 
 def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
+    """A catalog from its JSON, validated entry by entry: a bad entry is one error."""
+    from pydantic import ValidationError
+
+    from rigspark_gui.catalog.files import CatalogEntryFile
+
     if not isinstance(raw, dict) or not isinstance(raw.get("models"), list):
         raise CatalogError(f"{source}: expected an object with a 'models' list")
     if raw.get("schema_version") != CATALOG_SCHEMA_VERSION:
@@ -113,7 +117,7 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
     for i, item in enumerate(raw["models"]):
         ident = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
         try:
-            entry = CatalogEntry.model_validate(item)
+            entry = CatalogEntryFile.model_validate(item).to_record()
             spec = entry.to_spec()
         except (ValidationError, ValueError) as err:
             errors.append(f"catalog entry {ident!s}: {validation_message(err)}")
@@ -129,32 +133,36 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
     return catalog
 
 
-def _read(path: Path | None) -> tuple[object, str]:
-    path = path or data_file("models.json")
-    raw = read_json(path, what="model catalog", error=CatalogError, max_bytes=MAX_CATALOG_BYTES)
-    return raw, path.name
-
-
 def load_catalog(path: Path | None = None) -> Catalog:
-    raw, name = _read(path)
-    return parse_catalog(raw, name)
+    """The catalog, validated (its records kept for the same bytes: see `validated`)."""
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
+
+    path = path or data_file("models.json")
+    data = read_bytes(path, what="model catalog", error=CatalogError, max_bytes=MAX_CATALOG_BYTES)
+    # a spec's quantization list and quality come from the quality data: kept with it
+    quality = read_bytes(
+        QUALITY_FILE(), what="quantization quality", error=CatalogError, max_bytes=1 << 20
+    )
+    return read_validated(
+        path,
+        data + b"\0" + quality,
+        kind="catalog",
+        layout=layout_of(Catalog, CatalogEntry, ModelSpec, Geometry, QuantFile, Checkpoint),
+        validate=lambda _: parse_catalog(parse_json(data, path), path.name),
+    )
 
 
 def load_entry(model_id: str, path: Path | None = None) -> CatalogEntry:
-    """One catalog entry, validating only it (the CLI plans one model; checking all of
-    them would cost more than the plan). A bad entry raises its CatalogError message."""
-    raw, name = _read(path)
-    ids: list[str] = []
-    if isinstance(raw, dict) and isinstance(raw.get("models"), list):
-        items: list[dict[str, object]] = [i for i in raw["models"] if isinstance(i, dict)]
-        ids = [str(i.get("id")) for i in items]
-        raw = {**raw, "models": [i for i in items if i.get("id") == model_id]}
-    catalog = parse_catalog(raw, name)
-    if catalog.entries:
-        return catalog.entries[0]
-    if catalog.errors:
-        raise CatalogError(catalog.errors[0])
-    raise _unknown(model_id, ids)
+    """One catalog entry; a bad entry raises its CatalogError message."""
+    catalog = load_catalog(path)
+    for e in catalog.entries:
+        if e.id == model_id:
+            return e
+    mine = f"catalog entry {model_id}:"
+    bad = next((err for err in catalog.errors if err.startswith(mine)), None)
+    if bad is not None:
+        raise CatalogError(bad)
+    raise _unknown(model_id, [e.id for e in catalog.entries])
 
 
 def resolve_model(text: str, path: Path | None = None) -> Resolved:
@@ -162,8 +170,8 @@ def resolve_model(text: str, path: Path | None = None) -> Resolved:
     id validates only its entry; any other name reads the whole catalog."""
     from rigspark_gui.catalog.resolve import resolve
 
-    raw, _name = _read(path)
-    items = raw.get("models") if isinstance(raw, dict) else None
-    if isinstance(items, list) and any(isinstance(i, dict) and i.get("id") == text for i in items):
-        return Resolved(load_entry(text, path).to_spec(), None, "catalog id")
-    return resolve(load_catalog(path).specs(), text)
+    catalog = load_catalog(path)
+    for e, spec in zip(catalog.entries, catalog.specs(), strict=True):
+        if e.id == text:
+            return Resolved(spec, None, "catalog id")
+    return resolve(catalog.specs(), text)

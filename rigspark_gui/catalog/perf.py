@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.json_file import parse_json
 from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.resources import data_file
@@ -21,8 +21,17 @@ def parse_speed_model(raw: object, where: str = "speed_model.json") -> SpeedMode
 
 
 def load_perf(path: Path | None = None) -> SpeedModel:
-    """The calibrated speed model shipped with the program."""
+    """The calibrated speed model shipped with the program (its record kept for the same
+    bytes: see `validated`)."""
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
+    from rigspark_gui.core.speed import Band, DecodeParams, PrefillParams
+
     path = path or data_file("speed_model.json")
-    return parse_speed_model(
-        read_json(path, what="speed calibration", error=CatalogError), path.name
+    data = read_bytes(path, what="speed calibration", error=CatalogError, max_bytes=32 << 20)
+    return read_validated(
+        path,
+        data,
+        kind="speed",
+        layout=layout_of(SpeedModel, DecodeParams, PrefillParams, Band),
+        validate=lambda b: parse_speed_model(parse_json(b, path), path.name),
     )

@@ -5,10 +5,11 @@ knows, best quality first, with the dominated ones marked."""
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-from rigspark_gui.catalog.json_file import read_json
-from rigspark_gui.core.errors import CatalogError
+from rigspark_gui.catalog.json_file import parse_json
+from rigspark_gui.core.errors import CatalogError, validation_message
 from rigspark_gui.core.memory import quant_recipe
 from rigspark_gui.core.quality import QualityTable, QuantQuality, loss_words
 from rigspark_gui.resources import data_file
@@ -22,15 +23,34 @@ def imatrix_required() -> frozenset[str]:
     return frozenset(getattr(quant_recipe, "IMATRIX_REQUIRED", _IMATRIX_FALLBACK))
 
 
+def quality_file() -> Path:
+    return data_file("quant_quality.json")
+
+
 @lru_cache(maxsize=1)
 def load_quality() -> QualityTable:
-    raw = read_json(
-        data_file("quant_quality.json"), what="quantization quality", error=CatalogError,
-        max_bytes=1 << 20,
-    )  # fmt: skip
-    if not isinstance(raw, dict) or raw.get("schema_version") != 1:
-        raise CatalogError("quant_quality.json: unsupported schema")
-    return build_table(raw)
+    """The quality table, validated (its records kept for the same bytes)."""
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
+
+    path = quality_file()
+    data = read_bytes(path, what="quantization quality", error=CatalogError, max_bytes=1 << 20)
+    return read_validated(
+        path,
+        data,
+        kind="quality",
+        layout=layout_of(QualityTable, QuantQuality),
+        validate=lambda b: parse_quality(parse_json(b, path), path.name),
+    )
+
+
+def parse_quality(raw: object, source: str = "quant_quality.json") -> QualityTable:
+    from rigspark_gui.catalog.files import QualityFile
+
+    try:
+        checked = QualityFile.model_validate(raw)
+    except ValueError as err:  # pydantic's ValidationError
+        raise CatalogError(f"{source}: {validation_message(err)}") from None
+    return build_table(checked.model_dump())
 
 
 def build_table(raw: dict[str, Any]) -> QualityTable:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from rigspark_gui.catalog.json_file import read_json
+from rigspark_gui.catalog.json_file import parse_json
 from rigspark_gui.core.errors import InvalidRigError, validation_message
 from rigspark_gui.core.rig import Rig
 
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
     """A rig from a file's JSON; named GPUs filled from `database` (or from what a loader
     returns, called only when the rig has GPUs)."""
+    return fill_rig(validate_rig(raw, source), database)
+
+
+def validate_rig(raw: object, source: str = "rig") -> Rig:
+    """A rig from a file's JSON, validated, before the GPU database fills it in."""
     if not isinstance(raw, dict):
         raise InvalidRigError(f"{source}: expected a JSON object")
     if "paths" in raw and "model" in raw:
@@ -43,6 +48,11 @@ def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
         rig = read_rig(raw)
     except ValueError as err:  # pydantic's ValidationError is a ValueError
         raise InvalidRigError(f"{source}: {validation_message(err)}") from None
+    return rig
+
+
+def fill_rig(rig: Rig, database: Database) -> Rig:
+    """`rig` with the figures of the GPUs it names taken from the GPU database."""
     if callable(database):
         database = database() if rig.gpus else None
     if database is None:
@@ -58,9 +68,19 @@ def parse_rig(raw: object, database: Database, source: str = "rig") -> Rig:
 
 
 def load_rig(path: Path, database: Database) -> Rig:
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
+    from rigspark_gui.core.rig import Cpu, Gpu, Host, Network, Provenance
+
     path = Path(path)
-    raw = read_json(path, what="rig file", error=InvalidRigError, max_bytes=MAX_RIG_BYTES)
-    return parse_rig(raw, database, path.name)
+    data = read_bytes(path, what="rig file", error=InvalidRigError, max_bytes=MAX_RIG_BYTES)
+    rig = read_validated(
+        path,
+        data,
+        kind="rig",
+        layout=layout_of(Rig, Gpu, Cpu, Host, Network, Provenance),
+        validate=lambda b: validate_rig(parse_json(b, path, error=InvalidRigError), path.name),
+    )
+    return fill_rig(rig, database)
 
 
 def save_rig(rig: Rig, path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.ggml_types import KvCacheType
@@ -113,6 +114,30 @@ class GpuBackend(StrEnum):
 DEFAULT_MIN_TOK_S = 8.0
 
 
+# name -> (low, high, low excluded): what each numeric setting may be. The settings
+# file model (formats/settings.py) declares the same bounds; a test keeps them in step.
+SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
+    "context": (1, MAX_CONTEXT, False),
+    "parallel": (1, 256, False),
+    "n_ubatch": (1, 65536, False),
+    "prompt_tokens": (1, MAX_CONTEXT, False),
+    "min_tok_s": (0, 100000, False),
+    "memory_utilization": (0, 1, True),
+    "tensor_parallel": (1, 1024, False),
+    "pipeline_parallel": (1, 1024, False),
+    "max_num_seqs": (1, 1 << 16, False),
+    "max_num_batched_tokens": (1, 1 << 24, False),
+    "cpu_offload_gb": (0, 1 << 20, False),
+}
+_ENUMS: dict[str, type[StrEnum]] = {
+    "kv_k": KvCacheType,
+    "kv_v": KvCacheType,
+    "backend": Backend,
+    "gpu_backend": GpuBackend,
+}
+_FLOATS = ("min_tok_s", "memory_utilization", "cpu_offload_gb")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanSettings:
     context: int = 8192
@@ -143,7 +168,21 @@ class PlanSettings:
     # vLLM --cpu-offload-gb
     cpu_offload_gb: float = 0.0
 
+    def _in_range(self) -> None:
+        for name, (low, high, strict) in SETTING_RANGES.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidSettingsError(f"{name}: expected a number, not {value!r}")
+            if (value <= low if strict else value < low) or value > high:
+                lo = f"above {low:g}" if strict else f"at least {low:g}"
+                raise InvalidSettingsError(
+                    f"{name}: {value!r} is out of range ({lo}, at most {high:g})"
+                )
+
     def _check(self) -> PlanSettings:
+        self._in_range()
         serving_knobs = {
             "--memory-utilization": self.memory_utilization,
             "--tensor-parallel": self.tensor_parallel,
@@ -175,3 +214,32 @@ class PlanSettings:
 
     def __post_init__(self) -> None:
         self._check()
+
+
+def make_settings(**values: object) -> PlanSettings:
+    """PlanSettings from loose values (CLI flags, a window's controls): names of enum
+    members become members, whole numbers become floats where a float is meant; anything
+    else out of place raises the user-facing InvalidSettingsError, naming the setting."""
+    known = PlanSettings.__dataclass_fields__
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in known:
+            raise InvalidSettingsError(f"{name}: not a plan setting")
+        kind = _ENUMS.get(name)
+        if kind is not None and value is not None and not isinstance(value, kind):
+            try:
+                if not isinstance(value, str):
+                    raise ValueError(value)
+                value = kind(value)
+            except ValueError:
+                names = ", ".join(m.value for m in kind)
+                raise InvalidSettingsError(f"{name}: {value!r} is not one of {names}") from None
+        elif name in _FLOATS and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        out[name] = value
+    return PlanSettings(**out)
+
+
+def settings_values(settings: PlanSettings) -> dict[str, Any]:
+    """A PlanSettings as the keyword arguments `make_settings` takes back."""
+    return {name: getattr(settings, name) for name in PlanSettings.__dataclass_fields__}

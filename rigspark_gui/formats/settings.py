@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from rigspark_gui.core import settings as core_settings
-from rigspark_gui.core.errors import InvalidSettingsError, validation_message
 from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.settings import (
     DEFAULT_MIN_TOK_S,
@@ -17,7 +16,6 @@ from rigspark_gui.core.settings import (
     GpuBackend,
 )
 from rigspark_gui.formats.base import Boundary
-from rigspark_gui.formats.jsonable import fields_of
 
 
 class PlanSettings(Boundary):
@@ -58,18 +56,3 @@ class PlanSettings(Boundary):
     cpu_offload_gb: float = Field(
         default=0.0, ge=0, le=1 << 20, description="vLLM --cpu-offload-gb"
     )
-
-
-def make_settings(**values: object) -> core_settings.PlanSettings:
-    """The engine's PlanSettings from loose values, raising the user-facing
-    InvalidSettingsError (one line naming the field)."""
-    try:
-        record: core_settings.PlanSettings = PlanSettings.model_validate(values).to_record()
-    except ValidationError as err:
-        raise InvalidSettingsError(validation_message(err)) from None
-    return record
-
-
-def settings_values(settings: core_settings.PlanSettings) -> dict[str, object]:
-    """A PlanSettings as the keyword arguments `make_settings` takes back."""
-    return fields_of(settings)

@@ -37,9 +37,8 @@ from rigspark_gui.core.placement import (
     fit_by_ngl,
 )
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
-from rigspark_gui.formats.settings import make_settings
 from rigspark_gui.reconcile.llama_log import (
     MIB,
     BenchRow,

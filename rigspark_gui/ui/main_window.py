@@ -35,9 +35,8 @@ from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import PlanSettings, settings_values
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.formats.settings import settings_values
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs

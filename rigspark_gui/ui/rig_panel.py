@@ -50,7 +50,6 @@ from rigspark_gui.core.rig import (
     Rig,
 )
 from rigspark_gui.formats.jsonable import fields_of, jsonable
-from rigspark_gui.formats.rig import read_rig
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
 from rigspark_gui.ui.gpu_picker_dialog import GpuPickerDialog
@@ -586,6 +585,8 @@ class RigPanel(QWidget):
 
     def _edit(self, **updates: Any) -> None:
         """Apply a user edit: validate through the model, then mark it against detection."""
+        from rigspark_gui.formats.rig import read_rig  # pydantic: loaded on the first edit
+
         try:
             rig = read_rig(jsonable({**fields_of(self._rig), **updates}))
         except ValueError as err:

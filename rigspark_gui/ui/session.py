@@ -17,9 +17,8 @@ from rigspark_gui.core.model_spec import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import PlanSettings, make_settings, settings_values
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.formats.settings import make_settings, settings_values
 
 
 class PlannerSession(QObject):

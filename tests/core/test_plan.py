@@ -11,9 +11,8 @@ from rigspark_gui.core.ggml_types import KvCacheType as K
 from rigspark_gui.core.paths import PathName, Reason
 from rigspark_gui.core.plan import max_context, plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.formats.settings import make_settings
 from tests.conftest import LLAMA_31_8B, make_rig, spec_of
 
 LLAMA_70B = replace(LLAMA_31_8B, n_layer=80, n_embd=8192, n_head=64, n_ff=28672)
@@ -94,7 +93,7 @@ def test_bad_settings() -> None:
         make_settings(kv_v=K.Q4_0)
     with pytest.raises(InvalidSettingsError, match="vLLM option"):
         make_settings(kv_k=K.FP8, kv_v=K.FP8)
-    with pytest.raises(InvalidSettingsError, match="context: Input should be greater"):
+    with pytest.raises(InvalidSettingsError, match="context: 0 is out of range"):
         make_settings(context=0)
     with pytest.raises(InvalidSettingsError, match="kv_k"):
         make_settings(kv_k="q3")

@@ -16,7 +16,7 @@ from rigspark_gui.core.paths import PathName
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.rig import Gpu, Host, Network, NetworkPreset, Rig, Vendor
 from rigspark_gui.core.serving import checkpoint_bytes, pp_partition, size_serving
-from rigspark_gui.formats.settings import make_settings
+from rigspark_gui.core.settings import make_settings
 
 GIB = 1 << 30
 DB = gpu_database()

@@ -15,7 +15,7 @@ from rigspark_gui.cli_speed import speed_model
 from rigspark_gui.core.errors import ModelImportError
 from rigspark_gui.core.plan import plan
 from rigspark_gui.core.rig import GIB, Gpu, Rig, Vendor
-from rigspark_gui.formats.settings import make_settings
+from rigspark_gui.core.settings import make_settings
 from tests.importers.test_hf_import import CONFIGS, LLAMA, write_config
 
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}

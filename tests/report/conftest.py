@@ -12,8 +12,7 @@ from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.catalog.rig_file import load_rig
 from rigspark_gui.cli import gpu_database
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.formats.settings import make_settings
+from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.report.model import PlanReport, build_report
 
 ROOT = Path(__file__).resolve().parents[2]

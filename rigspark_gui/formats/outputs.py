@@ -1,0 +1,113 @@
+"""The JSON `rigspark-plan ... --json` writes, as pydantic models: for `rigspark-plan schema`
+and for scripts that read it. The CLI itself writes through `formats.jsonable` (no pydantic
+on its hot path); tests/cli/test_schema.py checks that each model reads back exactly what
+the CLI wrote.
+
+Engine records are typed with the core dataclasses themselves (pydantic validates them
+field by field); `settings` goes through the settings file model, ranges and all.
+
+The outputs whose items live above this layer are described beside the CLI, in
+`rigspark_gui/cli_outputs.py`: `models --json` (catalog entries), `gpus --json` (the GPU
+database), `reconcile --json` and `calibrate --json`. `rigspark_gui/cli_schema.py` names
+them all for `rigspark-plan schema`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
+from rigspark_gui.core.paths import PathName, PathPlan
+from rigspark_gui.core.placement import DeviceLoad, Placement
+from rigspark_gui.core.plan import KvComparisonRow
+from rigspark_gui.core.ranking import RankedModel
+from rigspark_gui.core.serving import ServingPlan
+from rigspark_gui.core.speed import Prefill, Throughput
+from rigspark_gui.core.suggest import Suggestion
+from rigspark_gui.formats.settings import PlanSettings
+
+__all__ = [
+    "CliOutput",
+    "LocalModel",
+    "LocalModelsOutput",
+    "PlaceOutput",
+    "PlanOutput",
+    "RankOutput",
+]
+
+
+class CliOutput(BaseModel):
+    """One command's JSON: every key is always written (no defaults), nothing else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    schema_version: int = Field(description="the layout's version: 1")
+
+
+class PlanOutput(CliOutput):
+    """`plan --json`: the plan record's fields, then `suggestions`."""
+
+    model_id: str
+    model_name: str
+    rig_name: str
+    unified_memory: bool
+    settings: PlanSettings
+    paths: tuple[PathPlan, ...] = Field(description="every path planned, in order")
+    recommended: PathName | None = Field(description="the path that runs it; null: none fits")
+    placement: Placement | None = Field(description="the recommended (or nearest) path's")
+    device_loads: tuple[DeviceLoad, ...]
+    kv_comparison: tuple[KvComparisonRow, ...] = Field(
+        description="KV cache precisions compared (empty with --kv-compare none)"
+    )
+    notes: tuple[str, ...]
+    serving: ServingPlan | None = Field(description="vLLM/SGLang: the shown path's figures")
+    launch: ClusterLaunch | None = Field(
+        description="a script per host in start order: serving engines and multi-host paths"
+    )
+    suggestions: tuple[Suggestion, ...] = Field(
+        description="the smallest changes that buy a better quantization or path"
+    )
+
+
+class PlaceOutput(CliOutput):
+    """`place --json`: one quantization's per-layer placement and per-device loads."""
+
+    model_id: str
+    quant: str
+    settings: PlanSettings
+    placement: Placement
+    device_loads: tuple[DeviceLoad, ...]
+    fits: bool = Field(description="no device is overcommitted")
+    throughput: Throughput = Field(description="decode")
+    prefill: Prefill
+    launch_commands: tuple[LaunchCommand, ...]
+
+
+class RankOutput(CliOutput):
+    """`rank --json`: every catalog model on the rig, best first."""
+
+    rig_name: str
+    settings: PlanSettings
+    models: tuple[RankedModel, ...]
+
+
+class LocalModel(BaseModel):
+    """One model file found on this computer, read from its header."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    id: str = Field(description="what `--model` takes: ollama:TAG, lmstudio:..., hfcache:...")
+    name: str
+    store: str = Field(description="where it was found: Ollama, LM Studio, ...")
+    path: str
+    size_bytes: int = Field(ge=0)
+    quant: str
+    architecture: str
+    params: int = Field(ge=0)
+    context_length: int
+    ollama_tag: str | None
+
+
+class LocalModelsOutput(CliOutput):
+    """`models --local --json` (or with `--folder`)."""
+
+    models: tuple[LocalModel, ...]
+    skipped: tuple[str, ...] = Field(description="files that could not be read, and why")
