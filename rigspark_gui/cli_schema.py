@@ -102,6 +102,13 @@ def _speed_model() -> Any:
     return SpeedModelFile
 
 
+@_file("quality", "measured quantization quality with its sources, data/quant_quality.json")
+def _quality() -> Any:
+    from rigspark_gui.catalog.files import QualityFile
+
+    return QualityFile
+
+
 @_file("calibration", "this machine's speed calibration (calibrate, View > Calibrate speed)")
 def _calibration() -> Any:
     from rigspark_gui.calibrate.calibration_file import LocalCalibration

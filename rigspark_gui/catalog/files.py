@@ -91,6 +91,7 @@ class GpuDatabaseFile(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     schema_version: Literal[1] = 1
+    notes: tuple[str, ...] = ()
     gpus: tuple[GpuSpecFile, ...] = ()
 
 

@@ -137,13 +137,8 @@ def test_listing_the_names_imports_no_pydantic() -> None:
     [
         *(("rig", f"examples/{p.name}") for p in sorted((ROOT / "examples").glob("rig-*.json"))),
         ("speed-model", "data/speed_model.json"),
-        pytest.param(
-            "gpu-database",
-            "data/gpus.json",
-            marks=pytest.mark.xfail(
-                strict=True, reason="the file's top-level `notes` is not in the file model"
-            ),
-        ),
+        ("gpu-database", "data/gpus.json"),
+        ("quality", "data/quant_quality.json"),
     ],
 )
 def test_shipped_files_fit_their_schema(name: str, path: str) -> None:
