@@ -157,7 +157,18 @@ class GpuDatabase:
                 if getattr(gpu, field) is None and field not in provenance:
                     provenance[field] = Provenance(basis=Basis.UNKNOWN, source=reason)
             unknown_note = f"{reason}: figures its driver did not report stay unknown"
-            return replace(gpu, provenance=provenance), unknown_note
+            vendor = vendor_named(gpu.name)
+            if vendor is None or gpu.vendor is not Vendor.OTHER or not _not_measured(gpu, "vendor"):
+                return replace(gpu, provenance=provenance), unknown_note
+            # "NVIDIA L20" with its memory is an NVIDIA GPU the plan can use, not "other".
+            named = Provenance(basis=Basis.USER, source=f"the vendor in its name, '{gpu.name}'")
+            inferred: dict[str, Any] = {"vendor": vendor}
+            provenance["vendor"] = named
+            if vendor is Vendor.APPLE and not gpu.unified and _not_measured(gpu, "unified"):
+                inferred["unified"] = True  # every Apple GPU shares the system's memory
+                provenance["unified"] = named
+            note = f"{unknown_note}; an {_VENDOR_LABEL[vendor]} GPU by its name"
+            return replace(gpu, **inferred, provenance=provenance), note
 
         from_spec = Provenance(basis=Basis.SPEC, source=spec.source)
         updates: dict[str, Any] = {}
@@ -207,6 +218,29 @@ class GpuDatabase:
             provenance["unified"] = from_spec
         filled = replace(gpu, **updates, provenance=provenance)
         return filled, "; ".join(notes) or None
+
+
+# Words in a GPU's name that say whose it is (whole words, any case).
+_VENDOR_WORDS: dict[str, Vendor] = {
+    **dict.fromkeys(("nvidia", "geforce", "rtx", "quadro", "tesla"), Vendor.NVIDIA),
+    **dict.fromkeys(("amd", "radeon", "instinct"), Vendor.AMD),
+    **dict.fromkeys(("intel", "arc"), Vendor.INTEL),
+    "apple": Vendor.APPLE,
+}
+_VENDOR_LABEL = {
+    Vendor.NVIDIA: "NVIDIA",
+    Vendor.AMD: "AMD",
+    Vendor.INTEL: "Intel",
+    Vendor.APPLE: "Apple",
+}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def vendor_named(name: str) -> Vendor | None:
+    """The vendor a GPU's name says it is ("NVIDIA L20", "Radeon Pro W7900"), or None when
+    it names none, or names two."""
+    found = {_VENDOR_WORDS[w] for w in _WORD.findall(name.lower()) if w in _VENDOR_WORDS}
+    return found.pop() if len(found) == 1 else None
 
 
 def _size_error(sizes: tuple[int, ...], reported: int) -> float:

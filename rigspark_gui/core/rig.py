@@ -181,13 +181,30 @@ class Network:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Host:
-    """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name."""
+    """Another machine of the rig. Its GPUs are in `Rig.gpus`, tagged with its name; its
+    other fields mean what the rig's own do for this machine."""
 
     name: str
     # host name or IP to reach it
     address: str = ""
     ram_total_bytes: int = 0
+    ram_available_bytes: int | None = None
+    ram_reserve_bytes: int = DEFAULT_RAM_RESERVE_BYTES
     cpu: Cpu = field(default_factory=Cpu)
+    disk_free_bytes: int | None = None
+    unified_memory: bool = False
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+
+    @property
+    def ram_usable_bytes(self) -> int:
+        """RAM a plan may use there: available if known, else total less the OS reserve."""
+        if self.ram_available_bytes is not None:
+            return self.ram_available_bytes
+        return max(self.ram_total_bytes - self.ram_reserve_bytes, 0)
+
+    def __post_init__(self) -> None:
+        if self.ram_available_bytes is not None and self.ram_available_bytes > self.ram_total_bytes:
+            raise ValueError(f"host {self.name!r}: ram_available_bytes exceeds ram_total_bytes")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

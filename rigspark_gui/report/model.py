@@ -381,7 +381,8 @@ def load_report(path: Path) -> PlanReport:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReportError(f"{path.name} is not valid JSON: {err}") from None
-    if isinstance(raw, dict) and "paths" not in raw and ("gpus" in raw or "ram_total_bytes" in raw):
+    rig_keys = {"gpus", "ram_total_bytes", "hosts"}
+    if isinstance(raw, dict) and "paths" not in raw and raw.keys() & rig_keys:
         raise ReportError(
             f"{path.name} is a rig file, not a plan report: open it with File ▸ Open rig…"
         )
