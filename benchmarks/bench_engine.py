@@ -24,11 +24,11 @@ from rigspark_gui.catalog.gpu_database import load_gpu_database  # noqa: E402
 from rigspark_gui.catalog.models import load_catalog  # noqa: E402
 from rigspark_gui.catalog.perf import load_perf  # noqa: E402
 from rigspark_gui.catalog.rig_file import load_rig  # noqa: E402
-from rigspark_gui.core.ggml_types import KvCacheType  # noqa: E402
 from rigspark_gui.core.memory import weights_layout  # noqa: E402
+from rigspark_gui.core.model.ggml_types import KvCacheType  # noqa: E402
 from rigspark_gui.core.placement import auto_place, device_loads, move_layers  # noqa: E402
-from rigspark_gui.core.plan import plan  # noqa: E402
-from rigspark_gui.core.ranking import rank_models  # noqa: E402
+from rigspark_gui.core.plan.planner import plan  # noqa: E402
+from rigspark_gui.core.plan.ranking import rank_models  # noqa: E402
 from rigspark_gui.core.settings import PlanSettings  # noqa: E402
 from rigspark_gui.resources import data_file  # noqa: E402
 
@@ -64,7 +64,7 @@ def main() -> None:
         f"best {best:.2f} ms"
     )
     from rigspark_gui.catalog.quality import load_quality
-    from rigspark_gui.core.suggest import suggest
+    from rigspark_gui.core.plan.suggestions import suggest
 
     big70 = catalog.find("llama-3.3-70b-instruct").to_spec()
     s32 = replace(s, context=32768)

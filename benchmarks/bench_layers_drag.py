@@ -21,7 +21,7 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QApplication
 
 from rigspark_gui.catalog.perf import load_perf
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
+from rigspark_gui.core.model.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.ui.lane_model import encode_units

@@ -19,7 +19,7 @@ from rigspark_gui.formats.jsonable import jsonable
 
 if TYPE_CHECKING:
     from rigspark_gui.catalog.gpu_database import GpuDatabase
-    from rigspark_gui.core.model_spec import ModelSpec
+    from rigspark_gui.core.model import ModelSpec
     from rigspark_gui.core.rig import Rig
     from rigspark_gui.core.settings import PlanSettings
 
@@ -442,7 +442,7 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
 
 
 def settings_from(args: argparse.Namespace) -> PlanSettings:
-    from rigspark_gui.core.ggml_types import kv_cache_type
+    from rigspark_gui.core.model import kv_cache_type
     from rigspark_gui.core.settings import make_settings
 
     k = kv_cache_type(args.kv_k)
@@ -504,7 +504,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     perf = load_perf()
     result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare)
     from rigspark_gui.catalog.quality import load_quality
-    from rigspark_gui.core.suggest import suggest
+    from rigspark_gui.core.plan import suggest
 
     ideas = suggest(spec, rig, s, perf, load_quality())
     if args.json:
@@ -558,7 +558,7 @@ def cmd_place(args: argparse.Namespace) -> int:
 
     commands = launch_commands(placement, spec, quant, s, rig)
     if args.json:
-        from rigspark_gui.core.paths import PLAN_SCHEMA_VERSION
+        from rigspark_gui.core.plan import PLAN_SCHEMA_VERSION
 
         _emit(
             {
@@ -596,7 +596,7 @@ def cmd_place(args: argparse.Namespace) -> int:
 def cmd_rank(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.models import load_catalog
     from rigspark_gui.cli_speed import speed_model as load_perf
-    from rigspark_gui.core.ranking import Verdict, rank_models
+    from rigspark_gui.core.plan import RankVerdict, rank_models
 
     catalog = load_catalog()
     for err in catalog.errors:
@@ -621,7 +621,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         from rigspark_gui.report.text import format_ranking
 
         print(format_ranking(rows, rig.name, s))
-    return EXIT_FITS if any(r.verdict is not Verdict.NO for r in rows) else EXIT_NO_FIT
+    return EXIT_FITS if any(r.verdict is not RankVerdict.NO for r in rows) else EXIT_NO_FIT
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rigspark_gui.catalog.models import load_catalog
-from rigspark_gui.core.ggml_types import tensor_bytes
 from rigspark_gui.core.memory import file_bytes_estimate, synthesize_tensors, weights_layout
-from rigspark_gui.core.memory.quant_recipe import (
+from rigspark_gui.core.memory.weights import _shapes, layout_from_tensors
+from rigspark_gui.core.model.ggml_types import tensor_bytes
+from rigspark_gui.core.model.model_spec import ModelSpec, TensorInfo
+from rigspark_gui.core.model.quant_recipe import (
     IMATRIX_ASSUMED,
     LLAMA_QUANTIZE_TYPES,
     canonical_ftype,
     choose_type,
     quantizable,
 )
-from rigspark_gui.core.memory.weights import _shapes, layout_from_tensors
-from rigspark_gui.core.model_spec import ModelSpec, TensorInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "quant_sizes.json"

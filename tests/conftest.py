@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
+from rigspark_gui.core.model.model_spec import Geometry, ModelSpec
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.speed import (
     Band,

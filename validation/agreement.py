@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import (
     cpu_repack_bytes,
     device_compute_bytes,
     output_buffer_bytes,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.model.model_spec import ModelSpec
 from rigspark_gui.core.placement import CPU, device_loads, uniform_placement
 from rigspark_gui.core.rig import Cpu, Rig
 from rigspark_gui.core.settings import PlanSettings

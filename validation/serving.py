@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rigspark_gui.catalog.models import load_entry
-from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model.ggml_types import KvCacheType
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import (
     CUDA_CONTEXT_BYTES,

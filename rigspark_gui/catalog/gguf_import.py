@@ -26,8 +26,7 @@ from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 
 from rigspark_gui.catalog.gguf_names import SPLIT_NAME as _SPLIT_NAME
 from rigspark_gui.core.errors import ModelImportError, validation_message
-from rigspark_gui.core.ggml_types import GGML_TYPES_BY_ID
-from rigspark_gui.core.model_spec import Geometry, ModelSpec, TensorGroup, TensorInfo
+from rigspark_gui.core.model import GGML_TYPES_BY_ID, Geometry, ModelSpec, TensorGroup, TensorInfo
 from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["FILE_TYPE_LABELS", "import_gguf", "swa_period"]

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, NoReturn
 
 from rigspark_gui.catalog.gguf_import import swa_period
 from rigspark_gui.core.errors import ModelImportError, validation_message
-from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec
+from rigspark_gui.core.model import Checkpoint, Geometry, ModelSpec
 from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["SYNTHESIZED_QUANTS", "HfImport", "import_hf", "import_hf_config"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
 from rigspark_gui.core.errors import CatalogError, RigSparkError
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 
 MAX_DEPTH = 8
 MAX_ENTRIES = 50_000  # directory entries looked at per store

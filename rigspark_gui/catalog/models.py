@@ -14,7 +14,7 @@ from rigspark_gui.catalog.quality import quality_file as QUALITY_FILE
 from rigspark_gui.catalog.quality import quality_of, synthesized_quants
 from rigspark_gui.catalog.resolve import Resolved
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.model_spec import Checkpoint, Geometry, ModelSpec, QuantFile
+from rigspark_gui.core.model import Checkpoint, Geometry, ModelSpec, QuantFile
 from rigspark_gui.resources import data_file
 
 CATALOG_SCHEMA_VERSION = 1

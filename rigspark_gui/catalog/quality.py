@@ -10,8 +10,7 @@ from typing import Any
 
 from rigspark_gui.catalog.json_file import parse_json
 from rigspark_gui.core.errors import CatalogError, validation_message
-from rigspark_gui.core.memory import quant_recipe
-from rigspark_gui.core.quality import QualityTable, QuantQuality, loss_words
+from rigspark_gui.core.model import QualityTable, QuantQuality, loss_words, quant_recipe
 from rigspark_gui.resources import data_file
 
 REFERENCE_MODEL = "llama-3-8b"

@@ -30,7 +30,7 @@ from typing import Any
 
 from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
 from rigspark_gui.core.errors import ModelImportError
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 
 FIRST_READ = 1 << 20  # most headers fit; big vocabularies need a few MiB
 MAX_HEADER_BYTES = 64 << 20

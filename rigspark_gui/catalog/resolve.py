@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.errors import CatalogError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 
 # llama-quantize's type names (and unsloth's dynamic UD- mixes), as they appear in tags
 # and file names: ...-Q4_K_M.gguf, :8b-instruct-q4_K_M, repo:IQ4_XS, UD-Q4_K_XL

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import device_compute_bytes, kv_total_bytes, weights_layout
-from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.paths import Verdict
+from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import HEADROOM
-from rigspark_gui.core.plan import Plan
+from rigspark_gui.core.plan import Plan, Verdict
 from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text

@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model import KvCacheType
 
 MAX_CONTEXT = 1 << 24  # 16 M tokens: beyond any model's trained context
 KV_PAD = 256  # llama.cpp pads the KV cache size to a multiple of 256 cells

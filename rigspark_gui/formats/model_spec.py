@@ -6,9 +6,9 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from rigspark_gui.core import model_spec as core_spec
-from rigspark_gui.core import quality as core_quality
-from rigspark_gui.core.model_spec import TensorGroup
+from rigspark_gui.core.model import TensorGroup
+from rigspark_gui.core.model import model_spec as core_spec
+from rigspark_gui.core.model import quality as core_quality
 from rigspark_gui.formats.base import Boundary, validated_as
 
 

@@ -17,13 +17,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
-from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
-from rigspark_gui.core.plan import KvComparisonRow
-from rigspark_gui.core.ranking import RankedModel
+from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, RankedModel, Suggestion
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.speed import Prefill, Throughput
-from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.formats.settings import PlanSettings
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from rigspark_gui.core import settings as core_settings
-from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model import KvCacheType
 from rigspark_gui.core.settings import (
     DEFAULT_MIN_TOK_S,
     DEFAULT_UBATCH,

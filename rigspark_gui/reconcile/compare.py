@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rigspark_gui.core.errors import InvalidRigError, InvalidSettingsError
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import (
     RepackBytes,
     WeightsLayout,
@@ -26,7 +25,7 @@ from rigspark_gui.core.memory import (
     repack_for,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
+from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     OUTPUT,

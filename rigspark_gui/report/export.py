@@ -11,7 +11,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import Placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings

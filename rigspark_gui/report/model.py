@@ -22,15 +22,13 @@ from rigspark_gui.core.chart_spec import (
 from rigspark_gui.core.errors import RigSparkError, validation_message
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
-from rigspark_gui.core.paths import PathName, PathPlan
+from rigspark_gui.core.model import Geometry, ModelSpec
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
-from rigspark_gui.core.plan import KvComparisonRow, plan
+from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, Suggestion, plan
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import MIB
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 
@@ -282,7 +280,7 @@ def build_report(
     the user edited by hand, reported (with its loads and commands) instead of the
     plan's. The suggestions use the measured quality table (data/quant_quality.json)."""
     from rigspark_gui.catalog.quality import load_quality
-    from rigspark_gui.core.suggest import suggest
+    from rigspark_gui.core.plan import suggest
 
     if kv_pairs not in ("common", "all"):
         raise ReportError(f"kv_pairs must be 'common' or 'all', not {kv_pairs!r}")

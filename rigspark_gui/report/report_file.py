@@ -14,11 +14,9 @@ from pydantic import Field
 
 from rigspark_gui.core.chart_spec import FitChart, KvChart
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
-from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
-from rigspark_gui.core.plan import KvComparisonRow
+from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, Suggestion
 from rigspark_gui.core.serving import ServingPlan
-from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.formats.base import Boundary
 from rigspark_gui.formats.jsonable import jsonable
 from rigspark_gui.formats.model_spec import Geometry

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigspark_gui.core.paths import PathName, PathPlan
 from rigspark_gui.core.placement import DeviceLoad, Placement
-from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.ranking import RankedModel, Verdict
+from rigspark_gui.core.plan import PathName, PathPlan, Plan, RankedModel, RankVerdict, Suggestion
 from rigspark_gui.core.serving import GpuBudget, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.suggest import Suggestion
 from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
 
 
@@ -207,7 +204,7 @@ def format_placement(placement: Placement) -> str:
     return "\n".join(lines)
 
 
-VERDICT_WORDS = {Verdict.FITS: "fits", Verdict.SLOW: "slow", Verdict.NO: "no"}
+VERDICT_WORDS = {RankVerdict.FITS: "fits", RankVerdict.SLOW: "slow", RankVerdict.NO: "no"}
 
 
 def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> str:
@@ -219,15 +216,15 @@ def format_ranking(rows: list[RankedModel], rig_name: str, s: PlanSettings) -> s
     )
     for r in rows:
         params = param_text(r.params)
-        speed = speed_text(r.tok_s) if r.verdict is not Verdict.NO else "-"
+        speed = speed_text(r.tok_s) if r.verdict is not RankVerdict.NO else "-"
         memory = gib(r.required_bytes) if r.required_bytes else "-"
         lines.append(
             f"  {VERDICT_WORDS[r.verdict]:<5} {r.model_id:<40} {params:>7}  "
             f"{(r.path.value if r.path else '-'):<11} {(r.quant or '-'):<7} {memory:>9}  "
             f"{speed:<15} {r.note}".rstrip()
         )
-    fits = sum(1 for r in rows if r.verdict is Verdict.FITS)
-    slow = sum(1 for r in rows if r.verdict is Verdict.SLOW)
+    fits = sum(1 for r in rows if r.verdict is RankVerdict.FITS)
+    slow = sum(1 for r in rows if r.verdict is RankVerdict.SLOW)
     lines += ["", f"{fits} of {len(rows)} models fit; {slow} more fit but run slowly."]
     return "\n".join(lines)
 

@@ -25,15 +25,15 @@ from PySide6.QtWidgets import (
 
 from rigspark_gui.catalog.search import search_terms
 from rigspark_gui.core.chart_spec import COLOURS
-from rigspark_gui.core.ranking import RankedModel, Verdict, rank_models
+from rigspark_gui.core.plan import RankedModel, RankVerdict, rank_models
 from rigspark_gui.core.units import gib, param_text, speed_text
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.session import PlannerSession
 from rigspark_gui.ui.word_filter import WordFilterProxy
 
 HEADERS = ("Model", "Family", "Params", "Verdict", "Best path", "Quant", "Memory", "Decode")
-VERDICT_TEXT = {Verdict.FITS: "✓ fits", Verdict.SLOW: "◔ slow", Verdict.NO: "✗ no"}
-VERDICT_ORDER = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
+VERDICT_TEXT = {RankVerdict.FITS: "✓ fits", RankVerdict.SLOW: "◔ slow", RankVerdict.NO: "✗ no"}
+VERDICT_ORDER = {RankVerdict.FITS: 0, RankVerdict.SLOW: 1, RankVerdict.NO: 2}
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -93,9 +93,9 @@ class RankingModel(QAbstractTableModel):
             return r.note or r.model_id
         if role == Qt.ItemDataRole.ForegroundRole and c == 3:
             colour = {
-                Verdict.FITS: COLOURS["compute"],
-                Verdict.SLOW: COLOURS["kv"],
-                Verdict.NO: COLOURS["shortfall"],
+                RankVerdict.FITS: COLOURS["compute"],
+                RankVerdict.SLOW: COLOURS["kv"],
+                RankVerdict.NO: COLOURS["shortfall"],
             }[r.verdict]
             return QBrush(QColor(colour))
         return None
@@ -184,8 +184,8 @@ class CatalogTab(QWidget):
         if gen != self._generation:
             return
         self.model.set_rows(rows)
-        n_fit = sum(1 for r in rows if r.verdict is Verdict.FITS)
-        n_slow = sum(1 for r in rows if r.verdict is Verdict.SLOW)
+        n_fit = sum(1 for r in rows if r.verdict is RankVerdict.FITS)
+        n_slow = sum(1 for r in rows if r.verdict is RankVerdict.SLOW)
         self.status.setText(
             f"{n_fit} models fit this rig at {self.session.settings.context} tokens, "
             f"{n_slow} more fit but run slowly (under 8 tok/s); double-click one to open it."

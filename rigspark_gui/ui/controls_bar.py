@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.model_picker import ModelPicker

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.chart_spec import kv_chart_types, kv_memory_chart
-from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model import KvCacheType
 from rigspark_gui.core.plan import KvComparisonRow, Plan, kv_comparison
 from rigspark_gui.core.units import gib, human_bytes, tokens
 from rigspark_gui.ui.background import run_in_background

@@ -40,7 +40,7 @@ from rigspark_gui.core.memory import (
     repack_for,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     INPUT,

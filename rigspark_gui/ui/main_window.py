@@ -31,8 +31,7 @@ from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings, settings_values
@@ -442,7 +441,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ what would it take
     def _suggest_now(self) -> None:
         from rigspark_gui.catalog.quality import load_quality
-        from rigspark_gui.core.suggest import suggest
+        from rigspark_gui.core.plan import suggest
 
         spec, rig, s, perf = (
             self.session.spec,
@@ -479,7 +478,7 @@ class MainWindow(QMainWindow):
 
     def apply_suggestion(self, idea: object) -> None:
         """One click: the change a suggestion names, undoable from the same line."""
-        from rigspark_gui.core.suggest import Suggestion, rig_after
+        from rigspark_gui.core.plan import Suggestion, rig_after
 
         assert isinstance(idea, Suggestion)
         rig = self.session.rig

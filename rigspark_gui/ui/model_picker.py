@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QCompleter, QWidget
 from rigspark_gui.catalog.search import search_terms
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.units import param_text, tokens
 from rigspark_gui.ui.word_filter import WordFilterProxy
 

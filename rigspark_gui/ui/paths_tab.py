@@ -20,9 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.chart_spec import COLOURS, FitChart, SpeedChart, fit_chart, speed_chart
-from rigspark_gui.core.paths import PathPlan
-from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.suggest import Suggestion
+from rigspark_gui.core.plan import PathPlan, Plan, Suggestion
 from rigspark_gui.core.units import gib, seconds_text, speed_text
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.units import gib
 
 _BITS = re.compile(r"^(?:UD-)?I?Q(\d)|^TQ(\d)")

@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS

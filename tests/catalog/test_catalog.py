@@ -9,7 +9,7 @@ import pytest
 from rigspark_gui.catalog.models import load_catalog, load_entry, parse_catalog
 from rigspark_gui.catalog.size_check import size_checks
 from rigspark_gui.core.errors import CatalogError
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.resources import data_file

@@ -25,7 +25,7 @@ from rigspark_gui.core.memory import (
     device_compute_bytes,
     host_compute_bytes,
 )
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model.model_spec import Geometry
 from rigspark_gui.core.settings import PlanSettings
 
 MIB = 1 << 20

@@ -8,8 +8,8 @@ import pytest
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.memory import weights_layout
-from rigspark_gui.core.memory.quant_recipe import LLAMA_QUANTIZE_TYPES
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.model.quant_recipe import LLAMA_QUANTIZE_TYPES
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 

@@ -2,7 +2,7 @@ import gguf
 import pytest
 
 from rigspark_gui.core.errors import InvalidModelError, InvalidSettingsError
-from rigspark_gui.core.ggml_types import (
+from rigspark_gui.core.model.ggml_types import (
     GGML_TYPES,
     KvCacheType,
     kv_bits_per_value,

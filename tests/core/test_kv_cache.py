@@ -4,14 +4,14 @@ from dataclasses import replace
 
 import pytest
 
-from rigspark_gui.core.ggml_types import KvCacheType as K
 from rigspark_gui.core.memory import (
     kv_bytes_per_layer,
     kv_bytes_per_token,
     kv_cells,
     kv_total_bytes,
 )
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model.ggml_types import KvCacheType as K
+from rigspark_gui.core.model.model_spec import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
 from tests.conftest import LLAMA_31_8B
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import (
     Engine,
     apply_llama_args,
@@ -20,7 +19,8 @@ from rigspark_gui.core.launch import (
     vllm_command,
 )
 from rigspark_gui.core.memory import weights_layout
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.model.model_spec import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     Placement,

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rigspark_gui.core.errors import InvalidPlacementError
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memory import weights_layout
+from rigspark_gui.core.model.ggml_types import KvCacheType
 from rigspark_gui.core.placement import (
     CPU,
     HEADROOM,

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rigspark_gui.core.errors import InvalidModelError, InvalidSettingsError
-from rigspark_gui.core.ggml_types import KvCacheType as K
-from rigspark_gui.core.paths import PathName, Reason
-from rigspark_gui.core.plan import max_context, plan
+from rigspark_gui.core.model.ggml_types import KvCacheType as K
+from rigspark_gui.core.plan.paths import PathName, Reason
+from rigspark_gui.core.plan.planner import max_context, plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings, make_settings
 from rigspark_gui.core.speed import SpeedModel
@@ -155,7 +155,7 @@ def test_a_smaller_kv_type_never_needs_more_bytes(i, context) -> None:
 @settings(max_examples=25, deadline=None)
 @given(vram=st.integers(4, 80), extra=st.integers(1, 40))
 def test_max_context_is_monotone_in_memory(vram, extra) -> None:
-    from rigspark_gui.core.paths import PathCandidate
+    from rigspark_gui.core.plan.paths import PathCandidate
 
     spec, s = spec_of(LLAMA_31_8B), PlanSettings()
     cand = PathCandidate(PathName.GPU, [0])

@@ -60,7 +60,7 @@ def test_cli_works_with_sockets_blocked() -> None:
         assert "network access attempted" not in out.stderr
 
 
-CONCERNS = ("memory", "placement", "launch", "speed")
+CONCERNS = ("model", "memory", "placement", "speed", "serving", "launch", "plan")
 
 
 def _program_imports() -> list[tuple[Path, str, str]]:

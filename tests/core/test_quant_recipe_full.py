@@ -9,7 +9,8 @@ import pytest
 
 from rigspark_gui.core.errors import InvalidModelError
 from rigspark_gui.core.memory import synthesize_tensors
-from rigspark_gui.core.memory.quant_recipe import (
+from rigspark_gui.core.memory.weights import _shapes
+from rigspark_gui.core.model.quant_recipe import (
     FTYPE_DEFAULT,
     IMATRIX_ASSUMED,
     IMATRIX_REQUIRED,
@@ -20,7 +21,6 @@ from rigspark_gui.core.memory.quant_recipe import (
     quantizable,
     requires_imatrix,
 )
-from rigspark_gui.core.memory.weights import _shapes
 from tests.conftest import LLAMA_31_8B
 
 # Llama 3.1 8B: 32 layers, 4 query heads per KV head
@@ -326,8 +326,8 @@ def test_shapes_context_70b() -> None:
 
 def _tensor_by_tensor(g, ftype):  # type: ignore[no-untyped-def]
     """The recipe asked once per tensor, as llama-quantize walks the file."""
-    from rigspark_gui.core.memory.quant_recipe import choose_type, quantizable
     from rigspark_gui.core.memory.weights import _shapes
+    from rigspark_gui.core.model.quant_recipe import choose_type, quantizable
 
     raw, ctx = _shapes(g)
     i_wv = i_down = 0
@@ -345,8 +345,8 @@ def _tensor_by_tensor(g, ftype):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("model_id", ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "gemma-3-27b-it"])
 def test_asking_once_per_kind_of_tensor_gives_every_tensor_its_type(model_id: str) -> None:
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.core.memory.quant_recipe import FTYPE_DEFAULT
     from rigspark_gui.core.memory.weights import _synth_rows
+    from rigspark_gui.core.model.quant_recipe import FTYPE_DEFAULT
 
     g = load_catalog().find(model_id).to_spec().geometry
     for ftype in FTYPE_DEFAULT:

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rigspark_gui.core.memory.quant_recipe import LLAMA_QUANTIZE_TYPES
+from rigspark_gui.core.model.quant_recipe import LLAMA_QUANTIZE_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 # Types no published file with a usable size was found for (see the page's last note)

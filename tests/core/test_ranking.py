@@ -5,9 +5,9 @@ from dataclasses import replace
 import pytest
 
 from rigspark_gui.catalog.models import load_catalog
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.plan import plan
-from rigspark_gui.core.ranking import Verdict, rank_models
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.plan.planner import plan
+from rigspark_gui.core.plan.ranking import RankVerdict, rank_models
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from tests.conftest import LLAMA_31_8B, spec_of
@@ -20,14 +20,14 @@ def test_verdicts_and_order(rig2x3090, perf) -> None:
     rows = rank_models(specs, rig2x3090, PlanSettings(context=200_000), perf)
     assert [r.model_id for r in rows] == ["small", "big"]
     small, big = rows
-    assert small.verdict is Verdict.FITS and small.note == "context capped at 131072"
-    assert big.verdict is Verdict.NO and big.note.startswith("needs ")
+    assert small.verdict is RankVerdict.FITS and small.note == "context capped at 131072"
+    assert big.verdict is RankVerdict.NO and big.note.startswith("needs ")
 
 
 def test_cpu_only_models_are_slow(perf) -> None:
     rig = Rig(ram_total_bytes=64 * GIB, cpu=Cpu(memory_bandwidth_gbps=20.0))
     (row,) = rank_models([spec_of(LLAMA_31_8B)], rig, PlanSettings(), perf)
-    assert row.verdict is Verdict.SLOW and row.path.value == "cpu"
+    assert row.verdict is RankVerdict.SLOW and row.path.value == "cpu"
 
 
 def _rigs() -> dict[str, Rig]:
@@ -78,7 +78,7 @@ def test_ranking_agrees_with_the_full_plan(
         row = ranked[spec.id]
         best = next((p for p in full.paths if p.path is full.recommended), None)
         if best is None:
-            assert row.verdict is Verdict.NO, spec.id
+            assert row.verdict is RankVerdict.NO, spec.id
             continue
         assert (row.path, row.quant, row.required_bytes) == (
             best.path,

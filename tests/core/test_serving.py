@@ -12,8 +12,8 @@ from rigspark_gui.catalog.models import load_entry
 from rigspark_gui.cli import gpu_database
 from rigspark_gui.cli_speed import speed_model
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.paths import PathName
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.paths import PathName
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import Gpu, Host, Network, NetworkPreset, Rig, Vendor
 from rigspark_gui.core.serving import checkpoint_bytes, pp_partition, size_serving
 from rigspark_gui.core.settings import make_settings
@@ -231,18 +231,18 @@ def test_405b_on_two_h100_nodes_is_tp8_pp2_over_ray() -> None:
 
 
 def test_the_catalog_ranks_serving_engines_by_checkpoint_format() -> None:
-    from rigspark_gui.core.ranking import Verdict, rank_model
+    from rigspark_gui.core.plan.ranking import RankVerdict, rank_model
 
     two = rig_of(card("RTX 3090"), card("RTX 3090"))
     r = rank_model(spec("llama-3.3-70b-instruct"), two, make_settings(backend="vllm"), PERF)
-    assert r.verdict is not Verdict.NO and r.quant == "AWQ" and r.path is PathName.MULTI_GPU
+    assert r.verdict is not RankVerdict.NO and r.quant == "AWQ" and r.path is PathName.MULTI_GPU
     none = rank_model(spec("llama-3.1-405b-instruct"), R3090, make_settings(backend="sglang"), PERF)
-    assert none.verdict is Verdict.NO and none.note.startswith("needs")
+    assert none.verdict is RankVerdict.NO and none.note.startswith("needs")
 
 
 def test_suggestions_stay_with_llama_cpp_quantizations() -> None:
     from rigspark_gui.catalog.quality import load_quality
-    from rigspark_gui.core.suggest import suggest
+    from rigspark_gui.core.plan.suggestions import suggest
 
     s = make_settings(backend="vllm", context=32768)
     assert suggest(spec("qwen3-32b"), R3090, s, PERF, load_quality()) == ()

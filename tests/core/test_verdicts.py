@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rigspark_gui.core.chart_spec import fit_chart
-from rigspark_gui.core.paths import TIGHT_SHARE, Reason, Verdict
 from rigspark_gui.core.placement import HEADROOM
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.paths import TIGHT_SHARE, Reason, Verdict
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import GIB, Cpu, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.report.text import format_plan

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from rigspark_gui.core.memory import file_bytes_estimate, synthesize_tensors, weights_layout
-from rigspark_gui.core.model_spec import TensorGroup
+from rigspark_gui.core.model.model_spec import TensorGroup
 from tests.conftest import LLAMA_31_8B, spec_of
 
 # bartowski/Meta-Llama-3.1-8B-Instruct-GGUF file sizes (bytes, as listed on the repository)
@@ -63,7 +63,7 @@ def test_parameter_counts_from_shapes_match_the_layouts() -> None:
     """The picker sorts by parameters without choosing a type per tensor: same count."""
     from rigspark_gui.catalog.models import load_catalog
     from rigspark_gui.core.memory import param_count
-    from rigspark_gui.core.model_spec import ModelSpec
+    from rigspark_gui.core.model.model_spec import ModelSpec
 
     for spec in load_catalog().specs():
         for quant in (spec.available_quants[0], spec.available_quants[-1]):

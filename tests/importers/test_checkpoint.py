@@ -13,7 +13,7 @@ import pytest
 from rigspark_gui.catalog.hf_import import checkpoint_format, import_hf
 from rigspark_gui.cli_speed import speed_model
 from rigspark_gui.core.errors import ModelImportError
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import GIB, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import make_settings
 from tests.importers.test_hf_import import CONFIGS, LLAMA, write_config

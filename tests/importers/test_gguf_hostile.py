@@ -13,7 +13,7 @@ from importer_helpers import Dims, decoder_kv, decoder_tensors, write_gguf
 
 from rigspark_gui.catalog.gguf_import import import_gguf
 from rigspark_gui.core.errors import ModelImportError
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model.model_spec import ModelSpec
 
 STRING, ARRAY, UINT8, UINT32 = 8, 9, 0, 4
 

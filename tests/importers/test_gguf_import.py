@@ -21,8 +21,8 @@ from importer_helpers import (
 
 from rigspark_gui.catalog.gguf_import import FILE_TYPE_LABELS, import_gguf, swa_period
 from rigspark_gui.core.errors import ModelImportError
-from rigspark_gui.core.ggml_types import tensor_bytes
-from rigspark_gui.core.model_spec import ModelSpec, TensorGroup
+from rigspark_gui.core.model.ggml_types import tensor_bytes
+from rigspark_gui.core.model.model_spec import ModelSpec, TensorGroup
 
 
 def check_tensors(spec: ModelSpec, written: Written) -> None:

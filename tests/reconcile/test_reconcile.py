@@ -12,8 +12,8 @@ import pytest
 from rigspark_gui.catalog.models import load_entry
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.errors import InvalidRigError
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.model.model_spec import ModelSpec
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel

@@ -22,7 +22,7 @@ from hardware.fakes import GIB, FakeNvml, rtx_3090
 from rigspark_gui.catalog.gpu_database import load_gpu_database
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import Basis, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.formats.rig import read_rig, rig_json

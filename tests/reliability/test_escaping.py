@@ -12,8 +12,8 @@ from fuzz.seeds import decoder_gguf
 from rigspark_gui.catalog.gguf_import import import_gguf
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.launch import launch_commands
-from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.model.model_spec import ModelSpec
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 

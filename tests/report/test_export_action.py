@@ -117,7 +117,7 @@ def test_export_runs_on_a_worker_thread(qtbot, window, monkeypatch, tmp_path) ->
 
 def test_open_plan_can_plan_it_here(qtbot, window, monkeypatch, tmp_path) -> None:
     """A shared report brings its rig, model and settings into the window."""
-    from rigspark_gui.core.ggml_types import KvCacheType
+    from rigspark_gui.core.model.ggml_types import KvCacheType
 
     window.session.set_model("qwen3-14b")
     window.session.update_settings(context=16384, kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0,

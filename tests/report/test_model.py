@@ -9,8 +9,8 @@ import pytest
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
 from rigspark_gui.core.launch import launch_commands
-from rigspark_gui.core.paths import PathName
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.plan.paths import PathName
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.identity import APP_VERSION
 from rigspark_gui.report.model import (
     REPORT_SCHEMA_VERSION,

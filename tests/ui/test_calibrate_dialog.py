@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from rigspark_gui.calibrate import load_calibration, synth
-from rigspark_gui.core.paths import PathName
+from rigspark_gui.core.plan.paths import PathName
 from rigspark_gui.ui.main_window import MainWindow
 from tests.calibrate.test_calibrate import TINY, fake_bin  # noqa: F401  (fixture)
 from tests.ui.conftest import rig_2x3090

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.paths import PathName
-from rigspark_gui.core.plan import plan
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.plan.paths import PathName
+from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.settings import Backend, PlanSettings, make_settings
 from tests.conftest import LLAMA_31_8B, simple_speed_model, spec_of
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from rigspark_gui.core.ggml_types import KvCacheType
+from rigspark_gui.core.model.ggml_types import KvCacheType
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.main_window import MainWindow
 from tests.ui.conftest import rig_2x3090

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
 
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model.model_spec import ModelSpec
 from rigspark_gui.core.placement import CPU, Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings

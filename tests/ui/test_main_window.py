@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.paths import PathName
+from rigspark_gui.core.model.ggml_types import KvCacheType
+from rigspark_gui.core.plan.paths import PathName
 from rigspark_gui.ui import background, dialogs
 from rigspark_gui.ui.main_window import MainWindow
 from tests.ui.conftest import rig_2x3090

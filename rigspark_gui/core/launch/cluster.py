@@ -20,8 +20,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import CPU, INPUT, DeviceLoad, Placement, llama_cpp_slots
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS, ServingPlan

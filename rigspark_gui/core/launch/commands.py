@@ -30,9 +30,8 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidPlacementError
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch.cluster import rpc_launch
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
+from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     INPUT,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
 from rigspark_gui.core.memory.weights import FUSED_QKV_ARCHS
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
 
 # f32 rows of n_embd per token alive beside the attention scores (fused QKV: more),

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from rigspark_gui.core.ggml_types import KvCacheType, kv_row_bytes
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry, KvCacheType, kv_row_bytes
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
 VLLM_BLOCK_TOKENS = 16

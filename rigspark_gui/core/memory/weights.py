@@ -12,23 +12,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from rigspark_gui.core.ggml_types import GGML_TYPES, row_bytes
 from rigspark_gui.core.memo import ByIdentity
-from rigspark_gui.core.memory.quant_recipe import (
+from rigspark_gui.core.model import (
     FTYPE_ALIASES,
     FTYPE_DEFAULT,
+    GGML_TYPES,
+    Geometry,
+    ModelSpec,
     RecipeContext,
+    TensorGroup,
+    TensorInfo,
     canonical_ftype,
     chooser,
     position_facts,
     quantizable,
-)
-from rigspark_gui.core.model_spec import (
-    Geometry,
-    ModelSpec,
-    TensorGroup,
-    TensorInfo,
     require_quant,
+    row_bytes,
 )
 
 GGUF_ALIGNMENT = 32  # general.alignment default: every tensor's data starts on it

@@ -15,7 +15,6 @@ from dataclasses import fields
 from functools import lru_cache
 from typing import NamedTuple
 
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import (
     RepackBytes,
@@ -26,7 +25,7 @@ from rigspark_gui.core.memory import (
     kv_row_pair_bytes,
     output_buffer_bytes,
 )
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry, KvCacheType
 from rigspark_gui.core.placement.layout import (
     CPU,
     HEADROOM,

@@ -26,7 +26,7 @@ from rigspark_gui.core.memory import (
     output_buffer_bytes,
     pipeline_copies,
 )
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement.layout import (
     CPU,
     Placement,

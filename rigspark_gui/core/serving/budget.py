@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.rig import Gpu
 from rigspark_gui.core.settings import Backend, PlanSettings
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.memory import synthesize_tensors
-from rigspark_gui.core.model_spec import Geometry, TensorGroup
+from rigspark_gui.core.model import Geometry, TensorGroup
 
 GROUP = 128
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry, KvCacheType
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving.budget import (
     BLOCK_SIZE,

@@ -12,8 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry, KvCacheType
 from rigspark_gui.core.rig import Gpu, Rig
 from rigspark_gui.core.serving.budget import kv_bytes_per_token
 from rigspark_gui.core.serving.checkpoint import FORMATS, RankWeights, tied_embedding_bytes

@@ -7,7 +7,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from rigspark_gui.core.memory import WeightsLayout, kv_cells, kv_row_pair_bytes
-from rigspark_gui.core.model_spec import Geometry
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, kv_devices
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings

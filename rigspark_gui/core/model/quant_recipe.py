@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidModelError
-from rigspark_gui.core.ggml_types import GGML_TYPES
+from rigspark_gui.core.model.ggml_types import GGML_TYPES
 
 # llama-quantize's file types in its own listing order (QUANT_OPTIONS, read at 03161a4e),
 # without its aliases Q3_K/Q4_K/Q5_K (= the _M mixes) and COPY. Left out: Q1_0 and Q2_0

@@ -9,8 +9,9 @@ from typing import Any
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.paths import (
+from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
     PathCandidate,
     PathName,
@@ -22,9 +23,8 @@ from rigspark_gui.core.paths import (
     quants_to_try,
     search_path,
 )
-from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.plan.serving_paths import serving_paths
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.serving_paths import serving_paths
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import gib
@@ -34,7 +34,9 @@ from rigspark_gui.core.units import gib
 SLOW_TOK_S = DEFAULT_MIN_TOK_S
 
 
-class Verdict(StrEnum):
+class RankVerdict(StrEnum):
+    """A catalog model on a rig: fits at the minimum speed, fits but slowly, or not."""
+
     FITS = "fits"
     SLOW = "slow"
     NO = "no"
@@ -46,7 +48,7 @@ class RankedModel:
     name: str
     family: str
     params: int
-    verdict: Verdict
+    verdict: RankVerdict
     path: PathName | None
     quant: str | None
     required_bytes: int
@@ -127,13 +129,13 @@ def rank_model(
         best, tried = _first_fit(spec, rig, settings, paths, speed)
     except RigSparkError as err:
         return RankedModel(
-            **base, verdict=Verdict.NO, path=None, quant=None, required_bytes=0,
+            **base, verdict=RankVerdict.NO, path=None, quant=None, required_bytes=0,
             low_tok_s=None, high_tok_s=None, note=str(err),
         )  # fmt: skip
     if best is None:
         smallest = min(tried, key=lambda x: x.trial.m.shortfall)
         return RankedModel(
-            **base, verdict=Verdict.NO, path=None, quant=smallest.quant,
+            **base, verdict=RankVerdict.NO, path=None, quant=smallest.quant,
             required_bytes=smallest.trial.m.required, low_tok_s=None, high_tok_s=None,
             note=f"needs {gib(smallest.trial.m.shortfall)} more on {smallest.path}",
         )  # fmt: skip
@@ -142,7 +144,7 @@ def rank_model(
     slow = t is not None and t.tok_s is not None and t.tok_s < line
     note = "" if ctx == s.context else f"context capped at {ctx}"
     return RankedModel(
-        **base, verdict=Verdict.SLOW if slow else Verdict.FITS, path=best.path,
+        **base, verdict=RankVerdict.SLOW if slow else RankVerdict.FITS, path=best.path,
         quant=best.quant, required_bytes=best.trial.m.required,
         quality=q.label if (q := spec.quality.get(best.quant or "")) is not None else "",
         tok_s=t.tok_s if t else None, low_tok_s=t.low_tok_s if t else None,
@@ -163,7 +165,7 @@ def _rank_serving(
         paths = serving_paths(spec, rig, s, speed, ladders=False)
     except RigSparkError as err:
         return RankedModel(**
-            {**base, "verdict": Verdict.NO, "path": None, "quant": None, "required_bytes": 0,
+            {**base, "verdict": RankVerdict.NO, "path": None, "quant": None, "required_bytes": 0,
              "low_tok_s": None, "high_tok_s": None, "note": str(err)}
         )  # fmt: skip
     best = choose_recommended(paths, spec, s.min_tok_s)
@@ -173,7 +175,7 @@ def _rank_serving(
         refusal = near.serving.refusal if near.serving is not None else None
         note = f"needs {gib(short)} more on {near.path}" if short else (refusal or "")
         return RankedModel(**
-            {**base, "verdict": Verdict.NO, "path": None, "quant": near.quant,
+            {**base, "verdict": RankVerdict.NO, "path": None, "quant": near.quant,
              "required_bytes": near.required_bytes, "low_tok_s": None, "high_tok_s": None,
              "note": note[:200]}
         )  # fmt: skip
@@ -181,7 +183,7 @@ def _rank_serving(
     line = s.min_tok_s or SLOW_TOK_S
     slow = t.tok_s is not None and t.tok_s < line
     return RankedModel(**
-        {**base, "verdict": Verdict.SLOW if slow else Verdict.FITS, "path": best.path,
+        {**base, "verdict": RankVerdict.SLOW if slow else RankVerdict.FITS, "path": best.path,
          "quant": best.quant, "required_bytes": best.required_bytes, "tok_s": t.tok_s,
          "low_tok_s": t.low_tok_s, "high_tok_s": t.high_tok_s,
          "note": f"context capped at {s.context}" if capped else ""}
@@ -199,6 +201,6 @@ def rank_models(
         except RigSparkError as err:  # said per model, as its verdict's note
             cands[flag] = err
     rows = [rank_model(spec, rig, s, speed, cands) for spec in specs]
-    order = {Verdict.FITS: 0, Verdict.SLOW: 1, Verdict.NO: 2}
+    order = {RankVerdict.FITS: 0, RankVerdict.SLOW: 1, RankVerdict.NO: 2}
     rows.sort(key=lambda r: (order[r.verdict], -r.params))
     return rows

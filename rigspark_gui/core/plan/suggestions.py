@@ -14,10 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rigspark_gui.core.ggml_types import KvCacheType
-from rigspark_gui.core.model_spec import ModelSpec
-from rigspark_gui.core.quality import QualityTable, QuantQuality
-from rigspark_gui.core.ranking import rank_model
+from rigspark_gui.core.model import KvCacheType, ModelSpec, QualityTable, QuantQuality
+from rigspark_gui.core.plan.ranking import rank_model
 from rigspark_gui.core.rig import GIB, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel

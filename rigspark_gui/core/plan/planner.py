@@ -8,11 +8,11 @@ from itertools import product
 from typing import Any
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.ggml_types import KvCacheType
 from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
 from rigspark_gui.core.memory import repack_for, weights_layout
-from rigspark_gui.core.model_spec import ModelSpec, require_quant
-from rigspark_gui.core.paths import (
+from rigspark_gui.core.model import KvCacheType, ModelSpec, require_quant
+from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.plan.paths import (
     PLAN_SCHEMA_VERSION,
     PathCandidate,
     PathName,
@@ -25,10 +25,9 @@ from rigspark_gui.core.paths import (
     plan_path,
     recommended_placement,
 )
-from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
-from rigspark_gui.core.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.settings import KV_PAD, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 

@@ -23,7 +23,7 @@ from rigspark_gui.core.memory import (
     weights_floor,
     weights_layout,
 )
-from rigspark_gui.core.model_spec import ModelSpec
+from rigspark_gui.core.model import ModelSpec, QuantQuality
 from rigspark_gui.core.placement import (
     CPU,
     HEADROOM,
@@ -39,7 +39,6 @@ from rigspark_gui.core.placement import (
     rig_devices,
     uniform_placement,
 )
-from rigspark_gui.core.quality import QuantQuality
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend, PlanSettings

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.memory import param_count
-from rigspark_gui.core.model_spec import Geometry, ModelSpec
-from rigspark_gui.core.paths import (
+from rigspark_gui.core.model import Geometry, ModelSpec
+from rigspark_gui.core.placement import DeviceLoad, Verdict
+from rigspark_gui.core.plan.paths import (
     MemoryBreakdown,
     PathCandidate,
     PathName,
@@ -23,7 +24,6 @@ from rigspark_gui.core.paths import (
     Reason,
     candidate_paths,
 )
-from rigspark_gui.core.placement import DeviceLoad, Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import (
     AUTO_FORMATS,

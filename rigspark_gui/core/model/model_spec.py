@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidModelError
-from rigspark_gui.core.ggml_types import ggml_type, tensor_bytes
-from rigspark_gui.core.quality import QuantQuality
+from rigspark_gui.core.model.ggml_types import ggml_type, tensor_bytes
+from rigspark_gui.core.model.quality import QuantQuality
 
 __all__ = [
     "Checkpoint",
