@@ -25,6 +25,8 @@ _CHUNK = 2500
 def _chunk(args: tuple[str, int, int]) -> Report:
     target, n, seed = args
     with tempfile.TemporaryDirectory(prefix="rigspark-fuzz-", dir=scratch_dir()) as work:
+        # records of validated files are kept per chunk, never in the user's own cache
+        os.environ["RIGSPARK_CACHE_DIR"] = str(Path(work) / "cache")
         return fuzz(target, n, seed, Path(work))
 
 

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.core.memory import file_bytes_estimate, synthesize_tensors, weights_layout
-from rigspark_gui.core.memory.weights import _shapes, layout_from_tensors
+from rigspark_gui.core.memory.tensors import _shapes
+from rigspark_gui.core.memory.weights import layout_from_tensors
 from rigspark_gui.core.model.ggml_types import tensor_bytes
 from rigspark_gui.core.model.model_spec import ModelSpec, TensorInfo
 from rigspark_gui.core.model.quant_recipe import (

@@ -145,3 +145,47 @@ class QualityFile(BaseModel):
             if row.source not in known:
                 raise ValueError(f"a row of {row.model} cites {row.source!r}, not in sources")
         return self
+
+
+class HfConfigFile(BaseModel):
+    """The envelope of a Hugging Face `config.json`: what every model's has. The
+    architecture's own fields (widths, heads, experts, windows...) are read per family by
+    `hf_import`, and the geometry they give is validated by `formats.model_spec`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    model_type: str = Field(min_length=1, max_length=200)
+    architectures: list[str] | None = None
+    name_or_path: str | None = Field(default=None, alias="_name_or_path")
+    torch_dtype: str | None = None
+    quantization_config: dict[str, Any] | None = None
+    text_config: dict[str, Any] | None = None
+
+
+class SafetensorsIndexMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    total_size: int = Field(ge=0, lt=1 << 50, description="bytes of every shard's tensors")
+
+
+class SafetensorsIndex(BaseModel):
+    """`model.safetensors.index.json`: which shard holds each tensor, and their bytes."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    metadata: SafetensorsIndexMetadata
+    weight_map: dict[str, str] = Field(default_factory=dict)
+
+
+class SafetensorsTensor(BaseModel):
+    """One tensor of a safetensors header: its dtype, shape and byte range."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    dtype: str = ""
+    shape: tuple[int, ...] = ()
+    data_offsets: tuple[int, int]
+
+    @field_validator("data_offsets")
+    @classmethod
+    def _a_range(cls, value: tuple[int, int]) -> tuple[int, int]:
+        start, end = value
+        if not 0 <= start <= end < 1 << 50:
+            raise ValueError("not a byte range")
+        return value

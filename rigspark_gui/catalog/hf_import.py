@@ -234,12 +234,15 @@ def _safetensors_total(folder: Path) -> int | None:
     index = folder / _INDEX_NAME
     if not index.is_file():
         return None
-    data = _read_json(index, _MAX_INDEX_BYTES)
-    meta = data.get("metadata") if isinstance(data, dict) else None
-    total = meta.get("total_size") if isinstance(meta, dict) else None
-    if isinstance(total, bool) or not isinstance(total, int) or not 0 <= total < 1 << 50:
-        raise ModelImportError(f"{_INDEX_NAME}: field metadata.total_size must be a byte count")
-    return total
+    from pydantic import ValidationError
+
+    from rigspark_gui.catalog.files import SafetensorsIndex
+
+    try:
+        checked = SafetensorsIndex.model_validate(_read_json(index, _MAX_INDEX_BYTES))
+    except ValidationError as err:
+        raise ModelImportError(f"{_INDEX_NAME}: {validation_message(err)}") from None
+    return checked.metadata.total_size
 
 
 # safetensors: an 8-byte little-endian header length, then a JSON header naming every
@@ -270,21 +273,21 @@ def _safetensors_single(folder: Path) -> int | None:
         raise ModelImportError("model.safetensors: the header is not valid JSON") from exc
     if not isinstance(header, dict):
         raise ModelImportError("model.safetensors: the header is not a JSON object")
+    from pydantic import ValidationError
+
+    from rigspark_gui.catalog.files import SafetensorsTensor
+
     end = 0
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-            or not 0 <= offsets[0] <= offsets[1] < 1 << 50
-        ):
+        try:
+            tensor = SafetensorsTensor.model_validate(entry)
+        except ValidationError:
             raise ModelImportError(
                 f"model.safetensors: tensor {_printable(str(name))[:60]} has no byte range"
-            )
-        end = max(end, offsets[1])
+            ) from None
+        end = max(end, tensor.data_offsets[1])
     return end
 
 
@@ -485,9 +488,14 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
     data = _read_json(config_path, _MAX_CONFIG_BYTES)
     if not isinstance(data, dict):
         raise ModelImportError(f"{fname}: the top level must be a JSON object")
-    model_type = data.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
-        raise ModelImportError(f"{fname}: missing field model_type")
+    from pydantic import ValidationError
+
+    from rigspark_gui.catalog.files import HfConfigFile
+
+    try:
+        model_type = HfConfigFile.model_validate(data).model_type
+    except ValidationError as err:
+        raise ModelImportError(f"{fname}: {validation_message(err)}") from None
     if model_type not in _FAMILIES:
         raise ModelImportError(f"{fname}: not supported yet: {_printable(model_type)[:60]}")
     geometry, _ = _geometry(data, model_type, fname)

@@ -1,16 +1,7 @@
 """Predicted against actual: read a llama.cpp load log or llama-bench output and compare
 RigSpark's plan for the same model, rig and settings with what llama.cpp allocated."""
 
-from rigspark_gui.reconcile.compare import (
-    KIND_LABELS,
-    ROUNDING_BYTES,
-    BufferRow,
-    Reconciliation,
-    SpeedRow,
-    format_reconciliation,
-    reconcile,
-    reconcile_log,
-)
+from rigspark_gui.reconcile.compare import reconcile, reconcile_log
 from rigspark_gui.reconcile.llama_log import (
     MAX_LOG_BYTES,
     BenchRow,
@@ -25,6 +16,14 @@ from rigspark_gui.reconcile.llama_log import (
     quant_label,
     read_log_text,
 )
+from rigspark_gui.reconcile.reconciliation import (
+    KIND_LABELS,
+    ROUNDING_BYTES,
+    BufferRow,
+    Reconciliation,
+    SpeedRow,
+)
+from rigspark_gui.reconcile.text import format_reconciliation
 
 __all__ = [
     "KIND_LABELS",

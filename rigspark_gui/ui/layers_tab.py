@@ -1,8 +1,9 @@
 """The Layers tab: a lane per device, layers dragged between lanes, live loads and speed.
 
-Presentation only: loads come from `device_loads`, speed from `estimate_decode` /
-`estimate_prefill`, commands from `core.launch`, whole placements from
-`core.placement_strategies`; edits go through the `PlacementDocument`.
+Presentation only: loads come from `device_loads`, the summary, strips and launch
+command from `layers_readout`, whole placements from the placement strategies; edits go
+through the `PlacementDocument`. Lanes are `device_lane.DeviceLane`s, the toolbar and its
+actions come from `layers_toolbar`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Slot
+from PySide6.QtCore import QPoint, Qt, Slot
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
-    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -23,16 +22,12 @@ from PySide6.QtWidgets import (
     QMenu,
     QPlainTextEdit,
     QPushButton,
-    QSpinBox,
-    QToolBar,
-    QToolButton,
     QVBoxLayout,
     QWidget,
-    QWidgetAction,
 )
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.launch import Engine, LaunchCommand, launch_command
+from rigspark_gui.core.launch import Engine, LaunchCommand
 from rigspark_gui.core.memory import (
     RepackBytes,
     WeightsLayout,
@@ -47,7 +42,6 @@ from rigspark_gui.core.placement import (
     OUTPUT,
     DeviceLoad,
     Placement,
-    Verdict,
     device_loads,
     even_split,
     fill_fastest_first,
@@ -57,77 +51,13 @@ from rigspark_gui.core.placement import (
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
-from rigspark_gui.core.units import gib, seconds_text, speed_text
-from rigspark_gui.ui.capacity_bar import SEGMENTS, CapacityBar
-from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel, device_label
-from rigspark_gui.ui.layer_strip import LayerStrip, StripBlock
+from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.ui.capacity_bar import SEGMENTS
+from rigspark_gui.ui.device_lane import DeviceLane, device_name, host_groups, host_title
+from rigspark_gui.ui.lane_model import LaneModel, device_label
+from rigspark_gui.ui.layers_readout import placement_launch, placement_summary, strip_blocks
+from rigspark_gui.ui.layers_toolbar import LayersToolbar, tab_action, undo_redo_actions
 from rigspark_gui.ui.placement_document import PlacementDocument
-
-
-class _Lane(QFrame):
-    """Header, capacity bar and list of one device."""
-
-    def __init__(self, model: LaneModel, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.model = model
-        self.header = QLabel(title, self)
-        self.header.setTextFormat(Qt.TextFormat.PlainText)  # device names come from drivers
-        self.header.setWordWrap(True)
-        font = self.header.font()
-        font.setBold(True)
-        self.header.setFont(font)
-        self.bar = CapacityBar(self)
-        self.strip = LayerStrip(self)
-        self.strip.unit_clicked.connect(self._on_strip_clicked)
-        self.strip.units_dropped.connect(
-            lambda mime: model.dropMimeData(mime, Qt.DropAction.MoveAction, -1, 0, QModelIndex())
-        )
-        self.view = QListView(self)
-        self.view.setModel(model)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.view.setSelectionRectVisible(True)
-        self.view.setDragEnabled(True)
-        self.view.setAcceptDrops(True)
-        self.view.setDropIndicatorShown(True)
-        self.view.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
-        self.view.setDefaultDropAction(Qt.DropAction.MoveAction)
-        self.view.setUniformItemSizes(True)  # 127 rows lay out without measuring each
-        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.view.setAccessibleName(f"{title} layers")
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.addWidget(self.header)
-        lay.addWidget(self.bar)
-        lay.addWidget(self.strip)
-        lay.addWidget(self.view, 1)
-        sel = self.view.selectionModel()
-        if sel is not None:
-            sel.selectionChanged.connect(
-                lambda *_: self.strip.set_selected(set(self.selected_units()))
-            )
-
-    def _on_strip_clicked(self, unit: str, add: bool) -> None:
-        """A click on the picture selects the layer in the list (keyboard users use that)."""
-        ids = self.model.unit_ids()
-        if unit not in ids:
-            return
-        index = self.model.index(ids.index(unit))
-        flag = QItemSelectionModel.SelectionFlag
-        mode = flag.Toggle if add else flag.ClearAndSelect
-        sel = self.view.selectionModel()
-        if sel is not None:
-            sel.select(index, mode)
-            self.view.scrollTo(index)
-
-    def selected_units(self) -> list[str]:
-        sel = self.view.selectionModel()
-        if sel is None:
-            return []
-        return [
-            str(i.data(UNIT_ROLE)) for i in sorted(sel.selectedIndexes(), key=lambda i: i.row())
-        ]
 
 
 class LayersTab(QWidget):
@@ -143,7 +73,7 @@ class LayersTab(QWidget):
         self._layout: WeightsLayout | None = None
         self._repack: RepackBytes | None = None
         self._kv_layers: tuple[int, ...] = ()
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[str, DeviceLane] = {}
         self._host_boxes: list[QGroupBox] = []
         self._loads: tuple[DeviceLoad, ...] = ()
         self._move_actions: dict[str, QAction] = {}
@@ -273,7 +203,7 @@ class LayersTab(QWidget):
             return None
         return current
 
-    def lane(self, device: str) -> _Lane:
+    def lane(self, device: str) -> DeviceLane:
         return self._lanes[device]
 
     def lane_model(self, device: str) -> LaneModel:
@@ -287,103 +217,63 @@ class LayersTab(QWidget):
 
     # ------------------------------------------------------------------ building
 
-    def _action(self, text: str, tip: str, slot: object) -> QAction:
-        a = QAction(text, self)
-        a.setToolTip(tip)
-        a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        a.triggered.connect(slot)
-        self.addAction(a)
-        return a
-
     def _build_actions(self) -> None:
-        self.auto_action = self._action(
+        self.auto_action = tab_action(
+            self,
             "Auto-place",
             "llama.cpp's rule: split by free memory, as many layers offloaded as fit (-ngl)",
             self._on_auto_action_triggered,
         )
-        self.fastest_action = self._action(
+        self.fastest_action = tab_action(
+            self,
             "Fill fastest first",
             "As many layers as fit on the highest-bandwidth GPU, then the next, rest on the CPU",
             self._on_fastest_action_triggered,
         )
-        self.even_action = self._action(
-            "Even split", "Every layer on a GPU, the same count on each", self._on_even_triggered
+        self.even_action = tab_action(
+            self,
+            "Even split",
+            "Every layer on a GPU, the same count on each",
+            self._on_even_triggered,
         )
-        self.cpu_action = self._action(
-            "All on CPU", "Run the whole model on the CPU", self._on_cpu_action_triggered
+        self.cpu_action = tab_action(
+            self, "All on CPU", "Run the whole model on the CPU", self._on_cpu_action_triggered
         )
-        stack = self._document.undo_stack
-        # plain "Undo"/"Redo" on the buttons (the edit they undo is in the tooltip), so
-        # the toolbar does not widen with every command's name
-        self.undo_action = QAction("Undo", self)
-        self.undo_action.triggered.connect(stack.undo)
-        stack.canUndoChanged.connect(self.undo_action.setEnabled)
-        stack.undoTextChanged.connect(lambda t: self.undo_action.setToolTip(f"Undo {t}"))
-        self.undo_action.setEnabled(False)
-        self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
-        self.redo_action = QAction("Redo", self)
-        self.redo_action.triggered.connect(stack.redo)
-        stack.canRedoChanged.connect(self.redo_action.setEnabled)
-        stack.redoTextChanged.connect(lambda t: self.redo_action.setToolTip(f"Redo {t}"))
-        self.redo_action.setEnabled(False)
-        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
-        for a in (self.undo_action, self.redo_action):
-            a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            self.addAction(a)
-        self.experts_cpu_action = self._action(
+        self.undo_action, self.redo_action = undo_redo_actions(self, self._document.undo_stack)
+        self.experts_cpu_action = tab_action(
+            self,
             "Experts of selection to CPU",
             "Keep attention on the GPU, run the routed experts of the selected layers on the CPU",
             self._on_experts_cpu_triggered,
         )
-        self.experts_back_action = self._action(
+        self.experts_back_action = tab_action(
+            self,
             "Experts back with layers",
             "Put the experts of the selected layers back on their layer's device",
             self._on_experts_back_triggered,
         )
-        self.first_n_action = self._action(
+        self.first_n_action = tab_action(
+            self,
             "First N layers' experts to CPU",
             "Like llama.cpp's --n-cpu-moe N",
             self._on_first_n_triggered,
         )
         self.move_menu = QMenu("Move selection to", self)
 
-    def _build_toolbar(self) -> QToolBar:
-        tb = QToolBar(self)
-        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for a in (self.auto_action, self.fastest_action, self.even_action, self.cpu_action):
-            tb.addAction(a)
-        tb.addSeparator()
-        tb.addAction(self.undo_action)
-        tb.addAction(self.redo_action)
-        tb.addSeparator()
-        move = QToolButton(tb)
-        move.setText("Move selection to ▸")
-        move.setMenu(self.move_menu)
-        move.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        tb.addWidget(move)
-        tb.addSeparator()
-        # the MoE tools in one menu, so the toolbar fits at 1024 px and the N field is
-        # never pushed into the overflow where it cannot be set
-        experts_menu = QMenu("Experts", self)
-        experts_menu.addAction(self.experts_cpu_action)
-        experts_menu.addAction(self.experts_back_action)
-        experts_menu.addSeparator()
-        self.first_n_spin = QSpinBox(experts_menu)
-        self.first_n_spin.setPrefix("N = ")
-        self.first_n_spin.setAccessibleName("number of layers whose experts go to the CPU")
-        spin_action = QWidgetAction(experts_menu)
-        spin_action.setDefaultWidget(self.first_n_spin)
-        experts_menu.addAction(spin_action)
-        experts_menu.addAction(self.first_n_action)
-        self.experts_button = QToolButton(tb)
-        self.experts_button.setText("Experts ▸")
-        self.experts_button.setToolTip("Mixture-of-experts tools: run experts on the CPU")
-        self.experts_button.setMenu(experts_menu)
-        self.experts_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        experts_action = tb.addWidget(self.experts_button)
-        self.experts_menu = experts_menu
-        # hiding the button's action hides the MoE tools for dense models
-        self._moe_widgets = [experts_action]
+    def _build_toolbar(self) -> LayersToolbar:
+        tb = LayersToolbar(
+            self,
+            strategies=(self.auto_action, self.fastest_action, self.even_action, self.cpu_action),
+            undo=self.undo_action,
+            redo=self.redo_action,
+            move_menu=self.move_menu,
+            experts_actions=(self.experts_cpu_action, self.experts_back_action),
+            first_n_action=self.first_n_action,
+        )
+        self.first_n_spin = tb.first_n_spin
+        self.experts_button = tb.experts_button
+        self.experts_menu = tb.experts_menu
+        self._moe_widgets = tb.moe_widgets
         return tb
 
     def _rebuild_lanes(self, devices: Sequence[str]) -> None:
@@ -404,12 +294,12 @@ class LayersTab(QWidget):
         self.move_menu.clear()
         # GPUs first, left to right, the CPU last: the order layers flow through them
         ordered = [d for d in devices if d != CPU] + [d for d in devices if d == CPU]
-        groups = self._host_groups(ordered)
+        groups = host_groups(ordered, self._rig)
         for host, members in groups:
             target = self._lanes_box
             if len(groups) > 1:
                 # a rig of several machines: each host's lanes under its name
-                box = QGroupBox(self._host_title(host), self)
+                box = QGroupBox(host_title(host, self._rig), self)
                 target = QHBoxLayout(box)
                 target.setContentsMargins(4, 4, 4, 4)
                 self._lanes_box.addWidget(box, len(members))
@@ -417,12 +307,13 @@ class LayersTab(QWidget):
             for d in members:
                 model = LaneModel(self._document, d, self)
                 model.drop_refused.connect(self._on_lane_drop_refused)
-                lane = _Lane(model, "", self)
+                lane = DeviceLane(model, "", self)
                 lane.view.customContextMenuRequested.connect(self._on_view_context_menu)
                 target.addWidget(lane, 1)
                 self._lanes[d] = lane
         for i, d in enumerate(ordered):
-            action = self._action(
+            action = tab_action(
+                self,
                 f"{device_label(d)}",
                 f"Move the selected layers to {device_label(d)}",
                 lambda _=False, dev=d: self._move_selection(dev),
@@ -432,34 +323,11 @@ class LayersTab(QWidget):
             self._move_actions[d] = action
         self._retitle_lanes()
 
-    def _host_groups(self, ordered: Sequence[str]) -> list[tuple[str, list[str]]]:
-        """Runs of lanes on one host ('' = this machine), in the order given."""
-        groups: list[tuple[str, list[str]]] = []
-        for d in ordered:
-            host = "" if d == CPU or self._rig is None else self._rig.gpus[int(d[4:])].host
-            if not groups or groups[-1][0] != host:
-                groups.append((host, []))
-            groups[-1][1].append(d)
-        return groups
-
-    def _host_title(self, host: str) -> str:
-        rig = self._rig
-        if not host or rig is None:
-            return "This machine (llama-server)"
-        h = next((x for x in rig.hosts if x.name == host), None)
-        where = f" ({h.address})" if h is not None and h.address else ""
-        return f"{host}{where}: rpc-server over {rig.link.label}"
-
     def _retitle_lanes(self) -> None:
         if self._rig is None:
             return
         for d, lane in self._lanes.items():
-            if d == CPU:
-                name = self._rig.cpu.name
-            else:
-                gpu = self._rig.gpus[int(d.split(":")[1])]
-                # another host numbers its GPUs from 0: say which one it is there
-                name = f"{gpu.name} (GPU {gpu.index} on {gpu.host})" if gpu.host else gpu.name
+            name = device_name(d, self._rig)
             lane.header.setText(f"{device_label(d)} — {name}")
             self._move_actions[d].setText(f"{device_label(d)} ({name})")
 
@@ -606,87 +474,28 @@ class LayersTab(QWidget):
             p, g, self._layout, self._rig, self._settings, self._kv_layers, cpu_repack=self._repack
         )
         by_device = {x.device: x for x in self._loads}
-        strips = self._strip_blocks(p)
+        strips = strip_blocks(p, self._layout, self._kv_layers)
         for d, lane in self._lanes.items():
             lane.model.refresh(p, self._layout)
             lane.bar.set_load(by_device.get(d))
             load = by_device.get(d)
             lane.strip.set_blocks(strips.get(d, []), load.capacity_bytes if load else 0)
-        self.summary.setText(self._summary_text(p))
+        assert self._perf is not None
+        text, tip = placement_summary(
+            p, self._spec, self._layout, self._rig, self._settings, self._perf, self._loads
+        )
+        self.summary.setToolTip(tip)
+        self.summary.setText(text)
         self._show_command()
         self._update_enabled()
-
-    def _strip_blocks(self, p: Placement) -> dict[str, list[StripBlock]]:
-        """Each device's blocks, in one pass: its units (a layer whose experts left,
-        without them; KV drawn with its layer) and the experts of other devices' layers
-        it runs."""
-        layout = self._layout
-        assert layout is not None
-        kv_layers = self._kv_layers
-        out: dict[str, list[StripBlock]] = {}
-        for u in p.units:
-            here = out.setdefault(u.device, [])
-            if u.unit == INPUT or u.unit == OUTPUT:
-                n = layout.input_bytes if u.unit == INPUT else layout.output_bytes
-                here.append(StripBlock(u.unit, n, 0, False))
-                continue
-            experts = layout.block_expert_bytes[u.index]
-            away = u.experts_device is not None and u.experts_device != u.device
-            kv = kv_layers[u.index] if u.index < len(kv_layers) else 0
-            weights = layout.block_bytes[u.index] - (experts if away else 0)
-            here.append(StripBlock(u.unit, weights, kv, False))
-            if away and u.experts_device is not None:
-                out.setdefault(u.experts_device, []).append(StripBlock(u.unit, experts, 0, True))
-        return out
-
-    def _summary_text(self, p: Placement) -> str:
-        assert self._spec and self._rig and self._settings and self._layout and self._perf
-        g, s = self._spec.geometry, self._settings
-        decode = estimate_decode(p, g, self._layout, self._rig, s, self._perf)
-        prefill = estimate_prefill(p, g, self._layout, self._rig, s, self._perf)
-        parts = [f"Decode {speed_text(decode.tok_s, decode.low_tok_s, decode.high_tok_s)}"]
-        if prefill.known and prefill.seconds is not None:
-            parts.append(
-                f"prefill of {prefill.prompt_tokens} tokens "
-                f"{seconds_text(prefill.seconds, prefill.low_seconds, prefill.high_seconds)}"
-            )
-        else:
-            parts.append(f"prefill {prefill.basis}")
-        if decode.limiting_device is not None:
-            parts.append(f"limited by {device_label(decode.limiting_device)}")
-        over = [x for x in self._loads if x.verdict is Verdict.OVER]
-        if over:
-            worst = max(over, key=lambda x: x.over_bytes)
-            parts.append(
-                f"✗ does not fit: {device_label(worst.device)} over by {gib(worst.over_bytes, 2)}"
-            )
-        else:
-            parts.append("✓ the whole placement fits")
-        self.summary.setToolTip(f"{decode.basis}\n{prefill.basis}")
-        return "  ·  ".join(parts)
 
     def _current_command(self) -> LaunchCommand | None:
         p = self._document.placement
         if p is None or self._spec is None or self._rig is None or self._settings is None:
             return None
         engine = Engine(self.engine_combo.currentData())
-        need = None
-        totals = {x.device: x.total_bytes for x in self._loads}
-        fractions = [
-            totals.get(f"gpu:{i}", 0) / gpu.memory_total_bytes
-            for i, gpu in enumerate(self._rig.gpus)
-            if gpu.memory_total_bytes
-        ]
-        if fractions:
-            need = max(fractions)
-        return launch_command(
-            engine,
-            p,
-            self._spec,
-            self._quant,
-            self._settings,
-            self._rig,
-            gpu_fraction_needed=need,
+        return placement_launch(
+            engine, p, self._spec, self._quant, self._settings, self._rig, self._loads
         )
 
     def _show_command(self) -> None:

@@ -3,23 +3,27 @@
 It wires widgets to the PlannerSession and persists what the user chose. Slow work
 (hardware detection, model import, catalog ranking, the KV comparison) runs in the
 background; planning one model is fast enough to run on every change.
+
+This module holds the window itself: its layout, hardware detection and the RAM
+bandwidth measurement, the plan and its suggestions on the tabs, and the window's
+state between runs. Its menus are built in window_menus.py, its File flows live in
+model_imports.py (`ModelImports`) and plan_reports.py (`PlanReports`), and the plan
+choices it remembers in plan_choices.py.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QPaintEvent
+from PySide6.QtGui import QAction, QCloseEvent, QPaintEvent
 from PySide6.QtWidgets import (
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QProgressBar,
     QTabWidget,
     QVBoxLayout,
@@ -36,51 +40,56 @@ from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings, settings_values
 from rigspark_gui.core.speed import SpeedModel
-from rigspark_gui.identity import APP_NAME, APP_VERSION
+from rigspark_gui.identity import APP_NAME
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
 from rigspark_gui.ui.background import run_in_background
 from rigspark_gui.ui.catalog_tab import CatalogTab
 from rigspark_gui.ui.controls_bar import ControlsBar
 from rigspark_gui.ui.kv_tab import KvTab
+from rigspark_gui.ui.model_imports import ModelImports
 from rigspark_gui.ui.paths_tab import PathsTab
+from rigspark_gui.ui.plan_choices import save_choices, saved_model, saved_settings
+from rigspark_gui.ui.plan_reports import PlanReports
 from rigspark_gui.ui.session import PlannerSession
+from rigspark_gui.ui.window_menus import build_menus
 
-DEFAULT_MODEL = "llama-3.1-8b-instruct"
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import (
+        QDialog,
+        QMessageBox,
+        QPlainTextEdit,
+        QProgressDialog,
+        QPushButton,
+        QTextBrowser,
+    )
+
 RETRY_BANDWIDTH_MS = 120_000  # a busy machine measures again after two minutes
-SETTING_KEYS = (
-    "context",
-    "kv_k",
-    "kv_v",
-    "flash_attn",
-    "parallel",
-    "backend",
-    "quant",
-    "prompt_tokens",
-    "gpu_backend",
-    "min_tok_s",
-    # the serving engines' knobs ('' = the engine's default)
-    "memory_utilization",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "max_num_seqs",
-    "cpu_offload_gb",
-)
-_OPTIONAL_INTS = ("tensor_parallel", "pipeline_parallel", "max_num_seqs")
-
-
-def _import_model_file(path: Path) -> ModelSpec:
-    if path.suffix.lower() == ".gguf":
-        from rigspark_gui.catalog.gguf_import import import_gguf
-
-        return import_gguf(path)
-    from rigspark_gui.catalog.hf_import import import_hf_config
-
-    result = import_hf_config(path)
-    return getattr(result, "spec", result)  # type: ignore[no-any-return]
 
 
 class MainWindow(QMainWindow):
+    # Set by build_menus (window_menus.py):
+    import_action: QAction
+    open_remote_action: QAction
+    reconcile_action: QAction
+    add_folder_action: QAction
+    open_plan_action: QAction
+    export_action: QAction
+    open_rig_action: QAction
+    save_rig_action: QAction
+    bandwidth_action: QAction
+    calibrate_action: QAction
+    numbers_action: QAction
+    shortcuts_action: QAction
+    # The dialogs last opened, set where they open (window_menus, model_imports, plan_reports):
+    help_box: QMessageBox
+    remote_progress: QProgressDialog
+    report_dialog: QDialog
+    report_browser: QTextBrowser
+    restore_plan_button: QPushButton
+    text_dialog: QDialog
+    text_view: QPlainTextEdit
+
     def __init__(
         self,
         *,
@@ -153,7 +162,9 @@ class MainWindow(QMainWindow):
         self.detect_progress.hide()
         self.statusBar().addPermanentWidget(self.detect_progress)
 
-        self._build_menus()
+        self.models = ModelImports(self)
+        self.reports = PlanReports(self)
+        build_menus(self)
         self.session.plan_changed.connect(self._on_plan_changed)
         self.session.plan_failed.connect(self._on_plan_failed)
         self.session.model_changed.connect(lambda _s: self._save_choices())
@@ -175,7 +186,7 @@ class MainWindow(QMainWindow):
         self.paths_tab.suggestion_chosen.connect(self.apply_suggestion)
         self.paths_tab.undo_requested.connect(self.undo_suggestion)
         self._restore_choices()
-        self._restore_imported()
+        self.models.restore_imported()
         self._restore_layout()
         open_rig = str(self.qsettings.value("rig/open", "") or "")
         if rig is None and open_rig and Path(open_rig).is_file():
@@ -219,94 +230,6 @@ class MainWindow(QMainWindow):
         except RigSparkError as err:
             self._error_later("Speed calibration", str(err))
         return specs, perf
-
-    # ------------------------------------------------------------ menus
-    def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.import_action = QAction("&Import model…", self)
-        self.import_action.setShortcut(QKeySequence("Ctrl+I"))
-        self.import_action.setStatusTip("Plan a .gguf file or a Hugging Face config.json")
-        self.import_action.triggered.connect(self._on_import)
-        file_menu.addAction(self.import_action)
-        self.open_remote_action = QAction("Open from &Hugging Face or a URL…", self)
-        self.open_remote_action.setStatusTip(
-            "Plan a GGUF on the web from its header alone (a few MB, not the whole file)"
-        )
-        self.open_remote_action.triggered.connect(self._on_open_remote)
-        file_menu.addAction(self.open_remote_action)
-        self.reconcile_action = QAction("&Reconcile with a llama.cpp log…", self)
-        self.reconcile_action.setStatusTip(
-            "Predicted vs actual: every buffer llama.cpp allocated per device, against this plan"
-        )
-        self.reconcile_action.triggered.connect(self._on_reconcile)
-        file_menu.addAction(self.reconcile_action)
-        self.add_folder_action = QAction("Add a &models folder…", self)
-        self.add_folder_action.setStatusTip(
-            "Also list the GGUF files in a folder of yours under “On this computer”"
-        )
-        self.add_folder_action.triggered.connect(self._on_add_models_folder)
-        file_menu.addAction(self.add_folder_action)
-        file_menu.addSeparator()
-        self.open_plan_action = QAction("&Open plan…", self)
-        self.open_plan_action.setStatusTip("Show a plan report saved as JSON (read-only)")
-        self.open_plan_action.triggered.connect(self._on_open_plan)
-        file_menu.addAction(self.open_plan_action)
-        self.export_action = QAction("&Export plan report…", self)
-        self.export_action.setShortcut(QKeySequence("Ctrl+E"))
-        self.export_action.setStatusTip("Save this plan as HTML, PDF, Markdown or JSON")
-        self.export_action.triggered.connect(self._on_export_report)
-        file_menu.addAction(self.export_action)
-        file_menu.addSeparator()
-        self.open_rig_action = QAction("Open &rig…", self)
-        self.open_rig_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.open_rig_action.setStatusTip("Plan for a rig saved as JSON (a what-if machine)")
-        self.open_rig_action.triggered.connect(self.rig_panel._on_open_button_clicked)
-        file_menu.addAction(self.open_rig_action)
-        self.save_rig_action = QAction("&Save rig…", self)
-        self.save_rig_action.setShortcut(QKeySequence.StandardKey.Save)
-        self.save_rig_action.setStatusTip("Save this rig as JSON to plan with it later")
-        self.save_rig_action.triggered.connect(self.rig_panel._on_save_button_clicked)
-        file_menu.addAction(self.save_rig_action)
-        file_menu.addSeparator()
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(quit_action)
-        view = self.menuBar().addMenu("&View")
-        for i in range(self.tabs.count()):
-            act = QAction(self.tabs.tabText(i).replace("&", ""), self)
-            act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
-            act.triggered.connect(lambda _=False, i=i: self.tabs.setCurrentIndex(i))
-            view.addAction(act)
-        redetect = QAction("Re-&detect hardware", self)
-        redetect.setShortcut(QKeySequence("F5"))
-        redetect.triggered.connect(self.start_detection)
-        view.addAction(redetect)
-        self.bandwidth_action = QAction("Measure RAM &bandwidth", self)
-        self.bandwidth_action.setShortcut(QKeySequence("Ctrl+B"))
-        self.bandwidth_action.setStatusTip(
-            "Measure again: a few seconds of read-only streaming, kept for this machine"
-        )
-        self.bandwidth_action.triggered.connect(self.measure_bandwidth)
-        view.addAction(self.bandwidth_action)
-        self.calibrate_action = QAction("&Calibrate speed…", self)
-        self.calibrate_action.setStatusTip(
-            "Time llama.cpp on this machine and use its measured speeds from then on"
-        )
-        self.calibrate_action.triggered.connect(self.open_calibration)
-        view.addAction(self.calibrate_action)
-        help_menu = self.menuBar().addMenu("&Help")
-        self.numbers_action = QAction("How the numbers are &computed", self)
-        self.numbers_action.setShortcut(QKeySequence.StandardKey.HelpContents)
-        self.numbers_action.triggered.connect(self._on_numbers_help)
-        help_menu.addAction(self.numbers_action)
-        self.shortcuts_action = QAction("&Keyboard shortcuts", self)
-        self.shortcuts_action.triggered.connect(self._on_shortcuts_help)
-        help_menu.addAction(self.shortcuts_action)
-        help_menu.addSeparator()
-        about = QAction("&About RigSpark", self)
-        about.triggered.connect(self._on_about)
-        help_menu.addAction(about)
 
     # ------------------------------------------------------------ detection
     @Slot()
@@ -525,9 +448,9 @@ class MainWindow(QMainWindow):
         elif current is self.catalog_tab:
             self.catalog_tab.refresh()
         elif current is self.layers_tab:
-            self._update_layers(plan)
+            self.update_layers(plan)
 
-    def _update_layers(self, plan: Plan) -> None:
+    def update_layers(self, plan: Plan) -> None:
         spec, rig = self.session.spec, self.session.rig
         if spec is None or rig is None:
             return
@@ -556,407 +479,29 @@ class MainWindow(QMainWindow):
         self.session.set_model(model_id)
         self.tabs.setCurrentWidget(self.paths_tab)
 
-    # ------------------------------------------------------------ import
-    def _on_import(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self,
-            "Import model",
-            str(Path.home()),
-            "Models (*.gguf config.json *.json);;GGUF (*.gguf);;HF config (config.json)",
-        )
-        if path:
-            self.import_model(Path(path))
-
-    def _on_reconcile(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Reconcile with a llama.cpp log", str(Path.home()),
-            "Logs (*.log *.txt *.json *.csv *.md);;All files (*)",
-        )  # fmt: skip
-        if path:
-            self.reconcile_log(Path(path))
-
-    def reconcile_log(self, path: Path) -> None:
-        """Read a llama.cpp log on a worker and show its buffers next to the plan's: the
-        log's model file when it is on this computer, else the model on screen."""
-        from rigspark_gui.reconcile import (
-            format_reconciliation,
-            parse_llama_log,
-            read_log_text,
-            reconcile_log,
-        )
-
-        current, rig, perf = self.session.spec, self.session.rig, self.session.perf
-        if rig is None:
-            dialogs.show_error(self, "Reconcile", "There is no rig yet: detect or open one.")
-            return
-
-        def work() -> str:
-            log = parse_llama_log(read_log_text(path))
-            spec, note = current, ""
-            named = Path(log.model_path) if log.model_path else None
-            if named is not None and named.is_file():
-                spec = _import_model_file(named)
-            elif current is not None:
-                note = (
-                    f"The log's model file ({log.model_path or 'not named'}) is not on this "
-                    f"computer: compared with {current.name}, the model on screen.\n\n"
-                )
-            if spec is None:
-                raise RigSparkError("choose the log's model first: its file is not here")
-            return note + format_reconciliation(reconcile_log(log, spec, rig, perf))
-
-        def done(text: str) -> None:
-            self._show_text(f"Predicted vs actual: {path.name}", text)
-
-        def failed(err: Exception, _details: str) -> None:
-            dialogs.show_error(self, "Reconcile", str(err))
-
-        run_in_background(self, work, done, failed)
-
-    def _show_text(self, title: str, text: str) -> None:
-        from PySide6.QtGui import QFontDatabase
-        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit
-
-        dialog = QDialog(self)
-        dialog.setWindowTitle(title)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.resize(900, 500)
-        view = QPlainTextEdit(text, dialog)
-        view.setReadOnly(True)
-        view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
-        buttons.rejected.connect(dialog.close)
-        box = QVBoxLayout(dialog)
-        box.addWidget(view)
-        box.addWidget(buttons)
-        self.text_dialog, self.text_view = dialog, view
-        dialog.show()
-
-    def _on_open_remote(self) -> None:
-        from PySide6.QtWidgets import QInputDialog
-
-        text, ok = QInputDialog.getText(
-            self,
-            "Open from Hugging Face or a URL",
-            "A Hugging Face repository with its quantization (owner/name:Q4_K_M),\n"
-            "or the URL of a .gguf file. Only the file's header is read.",
-        )
-        if ok and text.strip():
-            self.open_remote(text.strip())
+    # ------------------------------------------------------------ models and reports
+    def import_model(self, path: Path, *, remember: bool = True, select: bool = True) -> None:
+        """Plan the model in a file: see `ModelImports.import_model`."""
+        self.models.import_model(path, remember=remember, select=select)
 
     def open_remote(self, text: str) -> None:
-        """Read a remote model's header on a worker, with a busy dialog that can cancel
-        (the answer is then dropped); the header is cached for later plans."""
-        from PySide6.QtWidgets import QProgressDialog
-
-        from rigspark_gui.catalog.remote import model_from_hf, model_from_url
-        from rigspark_gui.user_dirs import cache_dir
-
-        is_url = text.startswith(("http://", "https://")) and not text.startswith(
-            ("https://huggingface.co/", "https://www.huggingface.co/")
-        )
-        ref = text if is_url else "hf:" + text.removeprefix("hf:").split("huggingface.co/")[-1]
-        busy = QProgressDialog(f"Reading the header of {text}…", "Cancel", 0, 0, self)
-        busy.setWindowTitle("Open from the web")
-        busy.setMinimumDuration(300)
-        self.remote_progress = busy
-        cache = cache_dir()
-
-        def fetch() -> ModelSpec:
-            return model_from_url(ref, cache) if is_url else model_from_hf(ref, cache)
-
-        def done(spec: ModelSpec) -> None:
-            cancelled = busy.wasCanceled()
-            busy.reset()
-            if cancelled:
-                return
-            self.session.add_model(spec)
-            self.session.set_model(spec.id)
-            self.statusBar().showMessage(f"Planned {spec.name} from its header", 8000)
-
-        def failed(err: Exception, _details: str) -> None:
-            cancelled = busy.wasCanceled()
-            busy.reset()
-            if not cancelled:
-                dialogs.show_error(self, "Open from the web", str(err))
-
-        run_in_background(self, fetch, done, failed)
-
-    def import_model(self, path: Path, *, remember: bool = True, select: bool = True) -> None:
-        self.statusBar().showMessage(f"Reading {path.name}…")
-
-        def done(spec: ModelSpec) -> None:
-            self.session.add_model(spec)
-            if remember:
-                self._remember_import(path)
-            if select:
-                self.session.set_model(spec.id)
-            self.statusBar().showMessage(f"Imported {spec.name}", 6000)
-
-        def failed(err: Exception, _details: str) -> None:
-            self.statusBar().clearMessage()
-            if select:
-                dialogs.show_error(self, "Import model", str(err))
-            else:
-                self.statusBar().showMessage(f"Could not reopen {path.name}: {err}", 10000)
-
-        run_in_background(self, lambda: _import_model_file(path), done, failed)
-
-    def _remember_import(self, path: Path) -> None:
-        paths = [p for p in self._imported_paths() if p != str(path)]
-        self.qsettings.setValue("models/imported", [str(path), *paths][:50])
-
-    def _imported_paths(self) -> list[str]:
-        value = self.qsettings.value("models/imported", [])
-        if isinstance(value, str):
-            return [value]
-        return [str(v) for v in value or []]
-
-    def _restore_imported(self) -> None:
-        for p in self._imported_paths():
-            if Path(p).exists():
-                self.import_model(Path(p), remember=False, select=False)
-
-    # ------------------------------------------------------------ models on this computer
-    def model_folders(self) -> list[Path]:
-        raw = self.qsettings.value("local/folders", []) or []
-        folders = [raw] if isinstance(raw, str) else list(raw)
-        return [Path(str(f)) for f in folders if str(f)]
-
-    def _on_add_models_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
-        if not folder:
-            return
-        folders = [str(f) for f in self.model_folders()]
-        if folder not in folders:
-            self.qsettings.setValue("local/folders", [*folders, folder])
-        self.scan_local_models()
+        """Plan a model on the web from its header: see `ModelImports.open_remote`."""
+        self.models.open_remote(text)
 
     @Slot()
     def scan_local_models(self) -> None:
-        """Ollama's store, LM Studio, the Hugging Face and llama.cpp caches and the user's
-        folders, read header by header on a worker; the picker lists them first."""
-        from rigspark_gui.catalog.local_models import find_local_models, read_all
-
-        folders = self.model_folders()
-        self.statusBar().showMessage("Looking for models on this computer…", 10000)
-
-        def scan() -> tuple[list[ModelSpec], list[str]]:
-            return read_all(find_local_models(folders=folders))
-
-        def done(result: tuple[list[ModelSpec], list[str]]) -> None:
-            specs, skipped = result
-            self.local_skipped = skipped
-            if specs:
-                self.session.add_models(specs)
-            extra = f" ({len(skipped)} unreadable, skipped)" if skipped else ""
-            self.statusBar().showMessage(
-                f"{len(specs)} model{'s' if len(specs) != 1 else ''} on this computer{extra}",
-                10000,
-            )
-
-        def failed(err: Exception, _details: str) -> None:
-            self.statusBar().showMessage(f"Looking for models failed: {err}", 15000)
-
-        run_in_background(self, scan, done, failed)
-
-    # ------------------------------------------------------------ reports
-    def _on_export_report(self) -> None:
-        from rigspark_gui.report.export import (
-            FILTERS,
-            FORMATS,
-            SUFFIXES,
-            export_plan,
-            format_of,
-            now_iso,
-        )
-
-        spec, rig = self.session.spec, self.session.rig
-        if spec is None or rig is None or self.session.plan is None:
-            dialogs.show_error(
-                self, "Export plan report", "There is no plan to export yet: choose a model."
-            )
-            return
-        # the folder and format of the last export are offered again
-        last_fmt = str(self.qsettings.value("export/format", "html"))
-        last_fmt = last_fmt if last_fmt in FORMATS else "html"
-        folder = Path(str(self.qsettings.value("export/folder", "") or Path.home()))
-        if not folder.is_dir():
-            folder = Path.home()
-        filters = [FILTERS[last_fmt], *(FILTERS[f] for f in FORMATS if f != last_fmt)]
-        path, chosen = QFileDialog.getSaveFileName(
-            self,
-            "Export plan report",
-            str(folder / f"{spec.id}-plan{SUFFIXES[last_fmt]}"),
-            ";;".join(filters),
-        )
-        if not path:
-            return
-        target = Path(path)
-        by_filter = next((f for f in FORMATS if FILTERS[f] == chosen), "html")
-        # a typed suffix wins over the filter; no suffix takes the filter's
-        fmt = format_of(target, default=by_filter) if target.suffix else by_filter
-        if not target.suffix:
-            target = target.with_suffix(SUFFIXES[fmt])
-        self.qsettings.setValue("export/folder", str(target.parent))
-        self.qsettings.setValue("export/format", fmt)
-        settings, perf, created_at = self.session.settings, self.session.perf, now_iso()
-        edited = self.layers_tab.edited_placement()  # the placement on screen, if changed
-        self.export_action.setEnabled(False)
-        self.statusBar().showMessage(f"Writing {target.name}…")
-
-        def done(_report: object) -> None:
-            self.export_action.setEnabled(True)
-            self.statusBar().showMessage(f"Exported the plan to {target}", 10000)
-
-        def failed(err: Exception, _details: str) -> None:
-            self.export_action.setEnabled(True)
-            self.statusBar().clearMessage()
-            dialogs.show_error(self, "Export plan report", str(err))
-
-        run_in_background(
-            self,
-            lambda: export_plan(
-                spec, rig, settings, perf, target, fmt, created_at=created_at, placement=edited
-            ),
-            done,
-            failed,
-        )
-
-    def _on_open_plan(self) -> None:
-        from rigspark_gui.report.charts import render_charts
-        from rigspark_gui.report.model import load_report
-
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open plan", str(Path.home()), "JSON plan (*.json);;All files (*)"
-        )
-        if not path:
-            return
-
-        def load() -> tuple[object, dict[str, bytes]]:
-            report = load_report(Path(path))
-            return report, render_charts(report)
-
-        def failed(err: Exception, _details: str) -> None:
-            dialogs.show_error(self, "Open plan", str(err))
-
-        run_in_background(self, load, lambda result: self._show_report(*result), failed)
-
-    def _show_report(self, report: object, charts: dict[str, bytes]) -> None:
-        """A read-only view of a shared plan, beside the live one."""
-        from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser
-
-        from rigspark_gui.report.document import report_document
-        from rigspark_gui.report.model import PlanReport
-
-        assert isinstance(report, PlanReport)
-        dialog = QDialog(self)
-        dialog.setWindowTitle(f"Plan: {report.title}")
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.resize(1000, 800)
-        browser = QTextBrowser(dialog)
-        browser.setOpenExternalLinks(False)
-        doc = report_document(report, charts, image_width=900)
-        doc.setParent(browser)
-        browser.setDocument(doc)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
-        buttons.rejected.connect(dialog.close)
-        self.restore_plan_button = buttons.addButton(
-            "Plan it &here", QDialogButtonBox.ButtonRole.ActionRole
-        )
-        self.restore_plan_button.setToolTip(
-            "Use this report's rig, model and settings in the window (the rig as a what-if)"
-        )
-        self.restore_plan_button.clicked.connect(lambda: self.restore_plan(report))
-        box = QVBoxLayout(dialog)
-        box.addWidget(browser)
-        box.addWidget(buttons)
-        self.report_dialog, self.report_browser = dialog, browser
-        dialog.show()
-
-    def _resolve(self, name: str) -> ModelSpec | None:
-        """A model named the way people name them (the resolver the CLI uses)."""
-        from rigspark_gui.catalog.resolve import resolve
-
-        try:
-            return resolve(self.session.specs, name).spec
-        except RigSparkError:
-            return None
-
-    def restore_plan(self, report: object) -> None:
-        """Plan a shared report's rig, model and settings here."""
-        from rigspark_gui.report.model import PlanReport
-
-        assert isinstance(report, PlanReport)
-        self.rig_panel.use_rig(report.rig, f"the rig of “{report.title}”")
-        known = self.session.spec_by_id(report.model.id) or self._resolve(report.model.name)
-        if known is not None:
-            self.session.set_model(known.id)
-            note = ""
-        else:
-            note = (
-                f" {report.model.name} is not in the catalog here: import its file "
-                "(File ▸ Import model…) to plan it."
-            )
-        self.session.update_settings(**settings_values(report.settings))
-        plan = self.session.plan
-        if report.placement_edited and report.placement is not None and plan is not None:
-            self._update_layers(plan)
-            if self.layers_tab.restore_placement(report.placement):
-                self.tabs.setCurrentWidget(self.layers_tab)
-                note += " Its hand-edited placement is on the Layers tab (Undo goes back)."
-            else:
-                note += " Its hand-edited placement does not match this model: not restored."
-        self.statusBar().showMessage(f"Planning “{report.title}” here.{note}", 15000)
+        """List the models on this computer: see `ModelImports.scan_local_models`."""
+        self.models.scan_local_models()
 
     # ------------------------------------------------------------ persistence
     def _save_choices(self) -> None:
-        s = self.session.settings
-        if self.session.spec is not None:
-            self.qsettings.setValue("plan/model", self.session.spec.id)
-        for key in SETTING_KEYS:
-            value = getattr(s, key)
-            self.qsettings.setValue(f"plan/{key}", "" if value is None else str(value))
+        save_choices(self.qsettings, self.session)
 
     def _restore_choices(self) -> None:
-        q = self.qsettings
-        values: dict[str, object] = {}
-        for key in SETTING_KEYS:
-            raw = q.value(f"plan/{key}")
-            if raw is None:
-                continue
-            raw = str(raw)
-            if key in ("context", "parallel", "prompt_tokens"):
-                values[key] = int(raw) if raw.isdigit() else None
-            elif key == "flash_attn":
-                values[key] = raw.lower() == "true"
-            elif key in ("quant", "gpu_backend"):
-                values[key] = raw or None
-            elif key in _OPTIONAL_INTS:
-                values[key] = int(raw) if raw.isdigit() else ""
-            elif key in ("memory_utilization", "cpu_offload_gb"):
-                try:
-                    values[key] = float(raw)
-                except ValueError:
-                    values[key] = "" if key == "memory_utilization" else None
-            elif key == "min_tok_s":
-                try:
-                    values[key] = float(raw)
-                except ValueError:
-                    values[key] = None
-            else:
-                values[key] = raw
-        values = {k: v for k, v in values.items() if v is not None or k in ("quant", "gpu_backend")}
-        # '' marks a serving knob left at the engine's default
-        values = {k: (None if v == "" else v) for k, v in values.items()}
+        values = saved_settings(self.qsettings)
         if values and not self.session.update_settings(**values):
             self.problem.hide()  # a stale saved choice is dropped quietly
-        model = str(q.value("plan/model", DEFAULT_MODEL))
-        if self.session.spec_by_id(model) is None:
-            model = DEFAULT_MODEL
-        if self.session.spec_by_id(model) is None and self.session.specs:
-            model = self.session.specs[0].id
-        self.session.set_model(model)
+        self.session.set_model(saved_model(self.qsettings, self.session))
 
     def _restore_layout(self) -> None:
         geometry = self.qsettings.value("window/geometry")
@@ -989,50 +534,3 @@ class MainWindow(QMainWindow):
         self._save_choices()
         self.qsettings.sync()
         super().closeEvent(event)
-
-    def _on_numbers_help(self) -> None:
-        speed = self.session.perf
-        basis = speed.local_basis or speed.basis or "no speed calibration loaded"
-        self.help_box = QMessageBox(QMessageBox.Icon.Information, "How the numbers are computed",
-            "<p><b>Memory</b> follows llama.cpp's own allocator: tensor bytes from the ggml "
-            "block sizes (or the GGUF header itself), the KV cache padded to 256 cells per "
-            "layer type, compute buffers as ggml-alloc sizes them, layers placed by -ngl and "
-            "--tensor-split as llama.cpp assigns them. A path fits when every device keeps "
-            "5 % of its usable memory free; under 10 % to spare it is <i>tight</i>.</p>"
-            "<p><b>Speed</b> is a point with a band: bytes each device reads per token over "
-            "its bandwidth times an efficiency fitted on published llama-bench runs (its "
-            "class, GPU backend and quantization), plus a fixed cost per layer; on a CPU the "
-            "larger of that and the compute time. The band is the spread of the estimate on "
-            "devices left out of the fit. Current basis: " + html.escape(basis) + ".</p>"
-            "<p><b>Auto</b> takes the best quality that reaches the minimum speed, else the "
-            "fastest plan that fits. View ▸ Calibrate speed… measures this machine.</p>"
-            "<p>Every figure's tooltip gives its exact bytes and basis; the project's "
-            "docs/validation*.md show how far each is from llama.cpp itself.</p>",
-            QMessageBox.StandardButton.Ok, self)  # fmt: skip
-        self.help_box.setTextFormat(Qt.TextFormat.RichText)
-        self.help_box.show()
-
-    def _on_shortcuts_help(self) -> None:
-        rows = []
-        for action in self.findChildren(QAction):
-            key = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-            name = action.text().replace("&", "")
-            if key and name:
-                rows.append(
-                    f"<tr><td><b>{html.escape(key)}</b></td><td>{html.escape(name)}</td></tr>"
-                )
-        text = "<table cellspacing=6>" + "".join(sorted(set(rows))) + "</table>"
-        self.help_box = QMessageBox(
-            QMessageBox.Icon.NoIcon, "Keyboard shortcuts", text, QMessageBox.StandardButton.Ok, self
-        )
-        self.help_box.setTextFormat(Qt.TextFormat.RichText)
-        self.help_box.show()
-
-    def _on_about(self) -> None:
-        QMessageBox.about(
-            self,
-            f"About {APP_NAME}",
-            f"<b>{APP_NAME} {APP_VERSION}</b><p>Will this LLM run on this machine, on which "
-            "path, at which quantization and KV precision, and how fast?</p>"
-            "<p>Memory follows llama.cpp's allocator; speeds are estimates with their basis.</p>",
-        )

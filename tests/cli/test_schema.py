@@ -102,9 +102,9 @@ def test_an_unknown_name_is_one_line_exit_2(capsys) -> None:
 
 
 def test_schema_gets_its_own_flags(capsys) -> None:
-    from rigspark_gui.cli import _SUBCOMMANDS, build_parser
+    from rigspark_gui.cli_args import SUBCOMMANDS, build_parser
 
-    assert "schema" in _SUBCOMMANDS
+    assert "schema" in SUBCOMMANDS
     with pytest.raises(SystemExit) as done:
         build_parser(["schema", "--help"]).parse_args(["schema", "--help"])
     assert done.value.code == 0
@@ -185,7 +185,7 @@ def test_reconcile_output_reads_back(capsys, tmp_path: Path, monkeypatch) -> Non
     spec = read_model_spec(json.loads((RECONCILE_DATA / "llama3-gqa-Q4_K_M.spec.json").read_text()))
     model_file = tmp_path / "llama3-gqa-Q4_K_M.gguf"
     model_file.write_bytes(b"GGUF")
-    monkeypatch.setattr(cli, "load_model", lambda args: spec)
+    monkeypatch.setattr("rigspark_gui.cli_commands_plan.load_model", lambda args: spec)
     for log in ("llama_cpp_load.log", "llama_server_2gpu.log", "llama_bench.json"):
         argv = ["reconcile", str(RECONCILE_DATA / log), "--model-file", str(model_file)]
         code, out, err = run(capsys, *argv, "--rig", RIG, "--json")

@@ -45,9 +45,9 @@ def test_the_cli_knows_every_local_model_prefix() -> None:
 @pytest.mark.parametrize("command", ["plan", "place", "rank", "models", "detect", "calibrate",
                                      "gpus", "export", "reconcile"])  # fmt: skip
 def test_a_named_command_gets_its_own_flags(command: str, capsys) -> None:
-    from rigspark_gui.cli import _SUBCOMMANDS, build_parser
+    from rigspark_gui.cli_args import SUBCOMMANDS, build_parser
 
-    assert command in _SUBCOMMANDS
+    assert command in SUBCOMMANDS
     with pytest.raises(SystemExit) as done:
         build_parser([command, "--help"]).parse_args([command, "--help"])
     assert done.value.code == 0

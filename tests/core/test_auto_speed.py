@@ -8,8 +8,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rigspark_gui.core.plan.paths import SPEED_TIE, PathName
+from rigspark_gui.core.plan.paths import PathName
 from rigspark_gui.core.plan.planner import plan
+from rigspark_gui.core.plan.quant_search import SPEED_TIE
 from rigspark_gui.core.rig import GIB, Cpu, Gpu, Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 from tests.conftest import LLAMA_31_8B, QUANTS, simple_speed_model, spec_of

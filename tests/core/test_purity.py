@@ -96,3 +96,16 @@ def test_no_private_name_crosses_a_module() -> None:
         if module.startswith("rigspark_gui") and name.startswith("_") and name != "__version__"
     ]
     assert private == []
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_grows_past_a_readable_size() -> None:
+    """A module past ~600 lines holds more than one responsibility: split it by concern."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in (ROOT / "rigspark_gui").rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

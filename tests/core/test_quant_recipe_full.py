@@ -9,7 +9,7 @@ import pytest
 
 from rigspark_gui.core.errors import InvalidModelError
 from rigspark_gui.core.memory import synthesize_tensors
-from rigspark_gui.core.memory.weights import _shapes
+from rigspark_gui.core.memory.tensors import _shapes
 from rigspark_gui.core.model.quant_recipe import (
     FTYPE_DEFAULT,
     IMATRIX_ASSUMED,
@@ -326,7 +326,7 @@ def test_shapes_context_70b() -> None:
 
 def _tensor_by_tensor(g, ftype):  # type: ignore[no-untyped-def]
     """The recipe asked once per tensor, as llama-quantize walks the file."""
-    from rigspark_gui.core.memory.weights import _shapes
+    from rigspark_gui.core.memory.tensors import _shapes
     from rigspark_gui.core.model.quant_recipe import choose_type, quantizable
 
     raw, ctx = _shapes(g)
@@ -345,23 +345,24 @@ def _tensor_by_tensor(g, ftype):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("model_id", ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "gemma-3-27b-it"])
 def test_asking_once_per_kind_of_tensor_gives_every_tensor_its_type(model_id: str) -> None:
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.core.memory.weights import _synth_rows
+    from rigspark_gui.core.memory.tensors import synth_rows
     from rigspark_gui.core.model.quant_recipe import FTYPE_DEFAULT
 
     g = load_catalog().find(model_id).to_spec().geometry
     for ftype in FTYPE_DEFAULT:
-        fast = [(r.name, r.type) for r in _synth_rows(g, ftype)]
+        fast = [(r.name, r.type) for r in synth_rows(g, ftype)]
         assert fast == _tensor_by_tensor(g, ftype), ftype
 
 
 @pytest.mark.parametrize("model_id", ["llama-3.1-8b-instruct", "qwen3-30b-a3b", "gemma-3-27b-it"])
 def test_a_layout_summed_as_types_are_chosen_equals_one_from_the_tensor_list(model_id: str) -> None:
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.core.memory.weights import _layout_from_rows, _synth_layout, _synth_rows
+    from rigspark_gui.core.memory.tensors import synth_rows
+    from rigspark_gui.core.memory.weights import _layout_from_rows, _synth_layout
 
     spec = load_catalog().find(model_id).to_spec()
     for quant in spec.quants:
-        rows = _synth_rows(spec.geometry, quant)
+        rows = synth_rows(spec.geometry, quant)
         assert _synth_layout(spec.geometry, quant) == _layout_from_rows(spec.geometry, rows, quant)
 
 
@@ -369,11 +370,12 @@ def test_every_catalog_model_sums_its_blocks_as_its_tensor_list_does() -> None:
     """Every model at every type: a layout types each kind of block once and a layer's
     tensors by `position_facts`; the tensor list asks the recipe about every tensor."""
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.core.memory.weights import _layout_from_rows, _synth_layout, _synth_rows
+    from rigspark_gui.core.memory.tensors import synth_rows
+    from rigspark_gui.core.memory.weights import _layout_from_rows, _synth_layout
 
     for spec in load_catalog().specs():
         for quant in spec.quants:
-            rows = _synth_rows(spec.geometry, quant)
+            rows = synth_rows(spec.geometry, quant)
             expected = _layout_from_rows(spec.geometry, rows, quant)
             layout = _synth_layout(spec.geometry, quant)
             assert layout == expected, (spec.id, quant)

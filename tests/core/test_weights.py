@@ -82,7 +82,8 @@ def test_counting_each_kind_of_block_once_matches_counting_every_tensor() -> Non
     import math
 
     from rigspark_gui.catalog.models import load_catalog
-    from rigspark_gui.core.memory.weights import _param_count, _shapes, _synth_param_count
+    from rigspark_gui.core.memory.params import count_params, synth_param_count
+    from rigspark_gui.core.memory.tensors import _shapes
 
     specs = load_catalog().specs()
     assert len(specs) > 100
@@ -92,4 +93,4 @@ def test_counting_each_kind_of_block_once_matches_counting_every_tensor() -> Non
             (name, math.prod(shape), group, layer, "_exps" in name)
             for name, shape, group, layer in _shapes(g)[0]
         ]
-        assert _synth_param_count(g) == _param_count(g, every_tensor), spec.id
+        assert synth_param_count(g) == count_params(g, every_tensor), spec.id

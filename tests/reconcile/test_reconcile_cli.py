@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rigspark_gui import cli
+from rigspark_gui import cli, cli_commands_plan
 from rigspark_gui.formats.model_spec import read_model_spec
 
 DATA = Path(__file__).parent / "data"
@@ -19,14 +19,14 @@ def model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     spec = read_model_spec(json.loads((DATA / "llama3-gqa-Q4_K_M.spec.json").read_text()))
     path = tmp_path / "llama3-gqa-Q4_K_M.gguf"
     path.write_bytes(b"GGUF")
-    real = cli.load_model
+    real = cli_commands_plan.load_model
 
     def load(args):  # type: ignore[no-untyped-def]
         if getattr(args, "model_file", None) == path:
             return spec
         return real(args)
 
-    monkeypatch.setattr(cli, "load_model", load)
+    monkeypatch.setattr(cli_commands_plan, "load_model", load)
     return path
 
 

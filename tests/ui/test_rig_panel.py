@@ -18,14 +18,9 @@ from rigspark_gui.core.rig import GIB, MIB, Basis, Cpu, Gpu, Provenance, Rig, Ve
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
 from rigspark_gui.ui import rig_panel as rig_panel_module
-from rigspark_gui.ui.rig_panel import (
-    COL_BANDWIDTH,
-    COL_DEVICE,
-    COL_RESERVE,
-    MAX_RECENT,
-    MNEMONICS,
-    RigPanel,
-)
+from rigspark_gui.ui.rig_panel import MAX_RECENT, RigPanel
+from rigspark_gui.ui.rig_panel_widgets import MNEMONICS
+from rigspark_gui.ui.rig_rows import COL_BANDWIDTH, COL_DEVICE, COL_RESERVE
 
 pytestmark = [
     pytest.mark.gui,

@@ -9,19 +9,17 @@ from rigspark_gui.core.launch.cluster import (
     rpc_launch,
     serving_launch,
 )
-from rigspark_gui.core.launch.commands import (
-    Engine,
-    LaunchCommand,
+from rigspark_gui.core.launch.commands import launch_command, launch_commands
+from rigspark_gui.core.launch.engine import Engine, LaunchCommand
+from rigspark_gui.core.launch.llama_cpp import (
     apply_llama_args,
     koboldcpp_command,
-    launch_command,
-    launch_commands,
     llama_server_command,
-    ollama_command,
     parse_llama_args,
-    visible_from_env,
-    vllm_command,
 )
+from rigspark_gui.core.launch.llama_layout import visible_from_env
+from rigspark_gui.core.launch.ollama import ollama_command
+from rigspark_gui.core.launch.vllm import vllm_command
 
 __all__ = [
     "ClusterLaunch",

@@ -17,14 +17,12 @@ from rigspark_gui.core.memory.kv_cache import (
     kv_row_pair_bytes,
     kv_total_bytes,
 )
+from rigspark_gui.core.memory.params import param_count
+from rigspark_gui.core.memory.repack import RepackBytes, cpu_repack_bytes, repack_for
+from rigspark_gui.core.memory.tensors import synthesize_tensors
 from rigspark_gui.core.memory.weights import (
-    RepackBytes,
     WeightsLayout,
-    cpu_repack_bytes,
     file_bytes_estimate,
-    param_count,
-    repack_for,
-    synthesize_tensors,
     weights_floor,
     weights_layout,
 )

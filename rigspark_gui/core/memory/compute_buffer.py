@@ -18,7 +18,7 @@ f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 from __future__ import annotations
 
 from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
-from rigspark_gui.core.memory.weights import FUSED_QKV_ARCHS
+from rigspark_gui.core.memory.tensors import FUSED_QKV_ARCHS
 from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.settings import Backend, PlanSettings
 

@@ -12,18 +12,15 @@ from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
 from rigspark_gui.core.memory import repack_for, weights_layout
 from rigspark_gui.core.model import KvCacheType, ModelSpec, require_quant
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.plan.path_fit import measure_path, path_slots
+from rigspark_gui.core.plan.path_plans import choose_recommended, plan_path, recommended_placement
 from rigspark_gui.core.plan.paths import (
     PLAN_SCHEMA_VERSION,
     PathCandidate,
     PathName,
     PathPlan,
     candidate_paths,
-    choose_recommended,
     engine_paths,
-    measure_path,
-    path_slots,
-    plan_path,
-    recommended_placement,
 )
 from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.rig import Rig

@@ -11,18 +11,15 @@ from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.plan.path_plans import choose_recommended
 from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
     PathCandidate,
     PathName,
-    PathSearch,
     candidate_paths,
-    choose_recommended,
     engine_paths,
-    meets,
-    quants_to_try,
-    search_path,
 )
+from rigspark_gui.core.plan.quant_search import PathSearch, meets, quants_to_try, search_path
 from rigspark_gui.core.plan.serving_paths import serving_paths
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings

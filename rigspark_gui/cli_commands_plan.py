@@ -1,0 +1,197 @@
+"""The commands that plan a model on a rig: `plan` (every path), `place` (one placement
+per layer, with its launch commands), `rank` (every catalog model), `export` (a report
+file) and `reconcile` (a llama.cpp log's buffers against the plan for its settings)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rigspark_gui.cli_base import EXIT_FITS, EXIT_NO_FIT, PROG, UsageError, emit_json
+from rigspark_gui.cli_inputs import load_model, load_rig_arg, settings_from
+from rigspark_gui.formats.jsonable import jsonable
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.plan import plan
+
+    spec = load_model(args)
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    perf = load_perf()
+    result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare)
+    from rigspark_gui.catalog.quality import load_quality
+    from rigspark_gui.core.plan import suggest
+
+    ideas = suggest(spec, rig, s, perf, load_quality())
+    if args.json:
+        data = jsonable(result)
+        data["suggestions"] = [jsonable(i) for i in ideas]
+        emit_json(data)
+    else:
+        from rigspark_gui.report.text import format_plan, format_suggestions
+
+        print(format_plan(result))
+        if ideas:
+            print(format_suggestions(ideas))
+    return EXIT_FITS if result.recommended is not None else EXIT_NO_FIT
+
+
+def cmd_place(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.memory import repack_for, weights_layout
+    from rigspark_gui.core.placement import auto_place, device_loads
+    from rigspark_gui.core.plan import plan
+    from rigspark_gui.core.speed import estimate_decode, estimate_prefill
+    from rigspark_gui.report.text import format_loads, format_placement
+
+    spec = load_model(args)
+    s = settings_from(args)
+    if s.backend.serving:
+        from rigspark_gui.core.errors import InvalidSettingsError
+
+        raise InvalidSettingsError(
+            f"{s.backend.label} places the layers itself (tensor and pipeline parallel): "
+            f"`plan --backend {s.backend.value}` shows what each GPU holds"
+        )
+    rig = load_rig_arg(args)
+    perf = load_perf()
+    base = plan(spec, rig, s, perf)
+    quant = s.quant or next(
+        (p.quant for p in base.paths if p.fits and p.quant), spec.available_quants[-1]
+    )
+    if args.ngl is not None or args.tensor_split is not None:
+        placement = auto_place(spec.geometry, rig, s, ngl=args.ngl, tensor_split=args.tensor_split)
+    else:
+        assert base.placement is not None
+        placement = base.placement
+    layout = weights_layout(spec, quant)
+    repack = repack_for(spec, quant, rig.cpu.features)
+    loads = device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)
+    decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
+    prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
+    fits = all(d.verdict.value != "over" for d in loads)
+    from rigspark_gui.core.launch import launch_commands
+
+    commands = launch_commands(placement, spec, quant, s, rig)
+    if args.json:
+        from rigspark_gui.core.plan import PLAN_SCHEMA_VERSION
+
+        emit_json(
+            {
+                "schema_version": PLAN_SCHEMA_VERSION,
+                "model_id": spec.id,
+                "quant": quant,
+                "settings": jsonable(s),
+                "placement": jsonable(placement),
+                "device_loads": [jsonable(d) for d in loads],
+                "fits": fits,
+                "throughput": jsonable(decode),
+                "prefill": jsonable(prefill),
+                "launch_commands": [jsonable(c) for c in commands],
+            }
+        )
+    else:
+        from rigspark_gui.core.units import speed_text
+
+        print(f"{spec.name} at {quant}, {s.context} context")
+        print(format_placement(placement))
+        print()
+        print(format_loads(loads))
+        print()
+        speed = speed_text(decode.tok_s, decode.low_tok_s, decode.high_tok_s)
+        print(f"Decode: {speed} ({decode.basis})")
+        print("Fits." if fits else "Does not fit: a device is overcommitted.")
+        print()
+        for c in commands:
+            print(f"{c.engine.value}:")
+            body = c.text if c.supported else f"cannot express this placement: {c.explanation}"
+            print("  " + body.replace("\n", "\n  "))
+    return EXIT_FITS if fits else EXIT_NO_FIT
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.plan import RankVerdict, rank_models
+
+    catalog = load_catalog()
+    for err in catalog.errors:
+        print(f"{PROG}: warning: {err}", file=sys.stderr)
+    family = (args.family or "").lower()
+    specs = [e.to_spec() for e in catalog.entries if family in e.family.lower()]
+    if not specs:
+        raise UsageError(f"no catalog model in family {args.family!r}")
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    rows = rank_models(specs, rig, s, load_perf())
+    if args.json:
+        emit_json(
+            {
+                "schema_version": 1,
+                "rig_name": rig.name,
+                "settings": jsonable(s),
+                "models": [jsonable(r) for r in rows],
+            }
+        )
+    else:
+        from rigspark_gui.report.text import format_ranking
+
+        print(format_ranking(rows, rig.name, s))
+    return EXIT_FITS if any(r.verdict is not RankVerdict.NO for r in rows) else EXIT_NO_FIT
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_speed import speed_model as load_perf
+
+    # Charts and PDFs are drawn with QtGui on an offscreen QGuiApplication: no widgets,
+    # no window (the import contract forbids QtWidgets and the ui package in the CLI).
+    from rigspark_gui.report.export import export_plan
+
+    spec = load_model(args)
+    s = settings_from(args)
+    rig = load_rig_arg(args)
+    report = export_plan(spec, rig, s, load_perf(), args.output, args.format)
+    print(f"wrote {args.output}")
+    return EXIT_FITS if report.recommended is not None else EXIT_NO_FIT
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from rigspark_gui.cli_speed import speed_model as load_perf
+    from rigspark_gui.core.errors import ModelImportError
+    from rigspark_gui.reconcile import (
+        format_reconciliation,
+        parse_llama_log,
+        read_log_text,
+        reconcile_log,
+    )
+
+    log = parse_llama_log(read_log_text(args.log))
+    args.model_url = None
+    if args.model is None and args.model_file is None:
+        named = Path(log.model_path) if log.model_path else None
+        if named is None or not named.is_file():
+            where = f" ({log.model_path})" if log.model_path else ""
+            raise ModelImportError(
+                f"the log's model file{where} is not on this computer: name the model with "
+                "--model or --model-file"
+            )
+        args.model_file = named
+    spec = load_model(args)
+    result = reconcile_log(log, spec, load_rig_arg(args), load_perf())
+    if args.json:
+        data = {k: v for k, v in jsonable(result).items() if k != "log"}
+        data["rows"] = [
+            {
+                **jsonable(r),
+                "difference_bytes": r.difference_bytes,
+                "status": r.status,
+            }
+            for r in result.rows
+        ]
+        emit_json({"schema_version": 1, **data})
+    else:
+        print(format_reconciliation(result))
+    return EXIT_FITS

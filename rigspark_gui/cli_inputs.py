@@ -1,0 +1,147 @@
+"""What the commands read from their flags: the model (catalog, local store, file or
+the network), the rig (a rig file, else this machine detected), the plan settings, and
+the GPU database that fills them in."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rigspark_gui.cli_base import PROG, print_note
+
+if TYPE_CHECKING:
+    from rigspark_gui.catalog.gpu_database import GpuDatabase
+    from rigspark_gui.core.model import ModelSpec
+    from rigspark_gui.core.rig import Rig
+    from rigspark_gui.core.settings import PlanSettings
+
+# The ids `models --local` prints: `ollama:TAG` and the like (local_models._ID_PREFIX).
+LOCAL_ID_PREFIXES = frozenset({"ollama", "lmstudio", "hfcache", "llamacpp"})
+
+
+def gpu_database() -> GpuDatabase | None:
+    from rigspark_gui.catalog.gpu_database import load_gpu_database
+    from rigspark_gui.resources import data_file
+
+    path = data_file("gpus.json")
+    if not path.exists():
+        return None
+    return load_gpu_database(path, lenient=True)
+
+
+def load_model(args: argparse.Namespace) -> ModelSpec:
+    if getattr(args, "model_url", None) is not None or (
+        args.model is not None and args.model.startswith("hf:")
+    ):
+        return _remote_model(args)
+    if args.model is not None:
+        from rigspark_gui.catalog.models import resolve_model
+
+        if args.model.split(":", 1)[0] in LOCAL_ID_PREFIXES:
+            from rigspark_gui.catalog.local_models import find_by_id
+
+            local = find_by_id(args.model)  # ollama:TAG and the other ids `models --local` prints
+            if local is not None:
+                return local
+        found = resolve_model(args.model)
+        if found.quant is not None and getattr(args, "quant", None) is None:
+            # the quantization named in the model ("llama3.1:8b-instruct-q4_K_M")
+            if found.quant in found.spec.available_quants:
+                args.quant = found.quant
+            else:
+                print_note(
+                    f"{found.quant} (named in {args.model!r}) is not among "
+                    f"{found.spec.id}'s quantizations here; planning the best that fits"
+                )
+        return found.spec
+    path: Path = args.model_file
+    from rigspark_gui.core.errors import ModelImportError
+
+    if not path.exists():
+        raise ModelImportError(f"no such model file: {path}")
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from rigspark_gui.catalog.gguf_import import import_gguf
+
+        return import_gguf(path)
+    if path.is_dir() or path.suffix.lower() == ".json":
+        from rigspark_gui.catalog.hf_import import import_hf_config
+
+        result = import_hf_config(path)
+        return getattr(result, "spec", result)  # type: ignore[no-any-return]
+    raise ModelImportError(f"{path.name}: expected a .gguf file, a config.json or its folder")
+
+
+def _remote_model(args: argparse.Namespace) -> ModelSpec:
+    """The one place the CLI uses the network: the user named a remote model."""
+    from rigspark_gui.catalog.remote import model_from_hf, model_from_url
+    from rigspark_gui.user_dirs import cache_dir
+
+    def progress(text: str) -> None:
+        print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+    cache = cache_dir()
+    if args.model_url is not None:
+        return model_from_url(args.model_url, cache, progress)
+    return model_from_hf(args.model, cache, progress)
+
+
+def load_rig_arg(args: argparse.Namespace) -> Rig:
+    if args.rig is not None:
+        from rigspark_gui.catalog.rig_file import load_rig
+
+        return load_rig(args.rig, gpu_database)  # read only when the rig names GPUs
+    db = gpu_database()
+    from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
+
+    rig = detect(database=db, timeout_s=5.0)
+    if rig.cpu.memory_bandwidth_gbps is None:
+        # CPU speed rests on it: measure once (a few seconds), kept for later runs
+        print(f"{PROG}: measuring this machine's RAM bandwidth (once)…", file=sys.stderr)
+        rig, result = with_measured_bandwidth(rig)
+        if result.busy:
+            print(f"{PROG}: note: {result.reason}; the figure is not kept", file=sys.stderr)
+    return rig
+
+
+def settings_from(args: argparse.Namespace) -> PlanSettings:
+    from rigspark_gui.core.model import kv_cache_type
+    from rigspark_gui.core.settings import make_settings
+
+    k = kv_cache_type(args.kv_k)
+    v = kv_cache_type(args.kv_v) if args.kv_v else k
+    # quantized V needs flash attention; otherwise off unless asked for
+    fa = v.quantized if args.flash_attn is None else args.flash_attn == "on"
+    extra: dict[str, object] = {}
+    if args.min_speed is not None:
+        extra["min_tok_s"] = args.min_speed
+    return make_settings(
+        context=args.context,
+        kv_k=k,
+        kv_v=v,
+        flash_attn=fa,
+        parallel=args.parallel,
+        backend=args.backend,
+        swa_full=args.swa_full,
+        quant=args.quant,
+        prompt_tokens=args.prompt_tokens,
+        gpu_backend=args.gpu_backend,
+        **extra,
+        **_serving_values(args),
+    )
+
+
+def _serving_values(args: argparse.Namespace) -> dict[str, object]:
+    """The serving-engine flags the user gave (settings refuse them for other engines)."""
+    names = (
+        "memory_utilization",
+        "tensor_parallel",
+        "pipeline_parallel",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    )
+    out: dict[str, object] = {n: getattr(args, n) for n in names if getattr(args, n, None)}
+    if getattr(args, "cpu_offload_gb", 0):
+        out["cpu_offload_gb"] = args.cpu_offload_gb
+    return out

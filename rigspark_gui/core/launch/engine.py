@@ -1,0 +1,125 @@
+"""What every launch command shares: the engines, the `LaunchCommand` record, and the
+helpers that name the model file, quote the shell line and accept or refuse a placement.
+
+Every command is built as an argv list and joined with `shlex.join`, so a model name or
+path read from a file is always one quoted shell word and never runs as code. Engines
+that cannot express a placement get an explanation, never an approximate command.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.placement import CPU, INPUT, Placement
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+
+
+class Engine(StrEnum):
+    LLAMA_CPP = "llama.cpp"
+    KOBOLDCPP = "koboldcpp"
+    OLLAMA = "ollama"
+    LM_STUDIO = "lm-studio"
+    VLLM = "vllm"
+
+    @property
+    def label(self) -> str:
+        return {
+            Engine.LLAMA_CPP: "llama.cpp (llama-server)",
+            Engine.KOBOLDCPP: "koboldcpp",
+            Engine.OLLAMA: "Ollama",
+            Engine.LM_STUDIO: "LM Studio (lms)",
+            Engine.VLLM: "vLLM",
+        }[self]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchCommand:
+    engine: Engine
+    # False: `explanation` says why no command is given
+    supported: bool
+    # the main command, unquoted
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    # what to copy: shell lines (and a Modelfile for Ollama)
+    text: str
+    explanation: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def default_model_file(spec: ModelSpec, quant: str) -> str:
+    """The file a command loads: an imported file's own path, else the name a download
+    of this quantization would have."""
+    if spec.imported and spec.source.lower().endswith(".gguf"):
+        return spec.source
+    return f"{spec.id}-{quant}.gguf"
+
+
+def hf_repo(spec: ModelSpec) -> str:
+    """owner/name from a catalog source like `owner/name/config.json`, else the id."""
+    m = re.fullmatch(r"([\w.-]+/[\w.-]+)/config\.json", spec.source)
+    return m.group(1) if m else spec.id
+
+
+def shell_line(env: Sequence[tuple[str, str]], argv: Sequence[str]) -> str:
+    pre = " ".join(f"{k}={shlex.quote(v)}" for k, v in env)
+    cmd = shlex.join(argv)
+    return f"{pre} {cmd}" if pre else cmd
+
+
+def accept(
+    engine: Engine,
+    argv: Sequence[str],
+    env: Sequence[tuple[str, str]],
+    notes: Sequence[str],
+) -> LaunchCommand:
+    return LaunchCommand(
+        engine=engine,
+        supported=True,
+        argv=tuple(argv),
+        env=tuple(env),
+        text=shell_line(env, argv),
+        notes=tuple(notes),
+    )
+
+
+def refuse(engine: Engine, why: str) -> LaunchCommand:
+    return LaunchCommand(
+        engine=engine,
+        supported=False,
+        text=f"# {engine.label} cannot run this placement: {why}",
+        explanation=why,
+    )
+
+
+def cuda_env(rig: Rig, prefix: str) -> tuple[tuple[str, str], ...]:
+    # CUDA numbers GPUs fastest-first by default; NVML (our indices) uses PCI bus order.
+    if prefix == "CUDA" and len(rig.gpus) > 1:
+        return (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),)
+    return ()
+
+
+def per_sequence_context(s: PlanSettings) -> int:
+    return max(s.context // s.parallel, 1)
+
+
+def _slot_devices(placement: Placement) -> list[str]:
+    return [u.device for u in placement.units if u.unit != INPUT]
+
+
+def used_gpus(placement: Placement) -> list[str]:
+    return sorted({d for d in _slot_devices(placement) if d != CPU})
+
+
+def split_note(engine: Engine, placement: Placement) -> tuple[str, ...]:
+    if len(used_gpus(placement)) > 1:
+        return (
+            f"{engine.label} chooses its own split across GPUs; per-GPU loads may differ "
+            "from this placement (no custom --tensor-split)",
+        )
+    return ()

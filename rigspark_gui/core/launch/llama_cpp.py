@@ -1,0 +1,250 @@
+"""llama.cpp's own commands, both ways: `llama-server` and koboldcpp command lines from a
+placement, and llama.cpp / koboldcpp arguments read back into the placement they make."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.launch.engine import (
+    Engine,
+    LaunchCommand,
+    accept,
+    default_model_file,
+    refuse,
+)
+from rigspark_gui.core.launch.llama_layout import (
+    GPU_BUFFER_RE,
+    Override,
+    buffer_prefix,
+    device_of_buffer,
+    llama_devices,
+    llama_layout,
+)
+from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
+from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, auto_place
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
+
+_EXPERT_TENSOR = "ffn_up_exps.weight"  # a representative routed-expert tensor name
+_DENSE_TENSOR = "attn_norm.weight"  # every block has one
+_OUTPUT_TENSOR = "output.weight"
+# koboldcpp's --quantkv knows these three only.
+_KOBOLD_QUANTKV = {KvCacheType.F16: 0, KvCacheType.Q8_0: 1, KvCacheType.Q4_0: 2}
+
+
+# ---------------------------------------------------------------- commands
+
+
+def llama_server_command(
+    placement: Placement,
+    spec: ModelSpec,
+    quant: str,
+    s: PlanSettings,
+    rig: Rig,
+    *,
+    model_path: str | None = None,
+    gpu_backend: str | None = None,
+) -> LaunchCommand:
+    engine = Engine.LLAMA_CPP
+    if not (s.kv_k.llama_cpp and s.kv_v.llama_cpp):
+        return refuse(engine, "the fp8 KV cache is a vLLM option; llama.cpp has no such type")
+    if s.kv_v.quantized and not s.flash_attn:
+        return refuse(engine, f"a quantized V cache ({s.kv_v.value}) needs flash attention")
+    try:
+        layout = llama_layout(placement)
+    except InvalidPlacementError as err:
+        return refuse(engine, str(err))
+    prefix = buffer_prefix(rig, gpu_backend)
+    dev = llama_devices(placement, layout, rig, prefix, prefix)
+    argv = ["llama-server", "-m", model_path or default_model_file(spec, quant)]
+    argv += ["-c", str(s.context), "-ngl", str(layout.ngl)]
+    if dev.split is not None:
+        argv += ["--tensor-split", ",".join(str(c) for c in dev.split)]
+    for o in dev.overrides:
+        argv += ["-ot", o.arg]
+    argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
+    argv += ["-fa", "on" if s.flash_attn else "off", "-np", str(s.parallel)]
+    if s.n_ubatch != DEFAULT_UBATCH:
+        argv += ["-ub", str(s.n_ubatch)]
+    if s.swa_full:
+        argv.append("--swa-full")
+    notes = list(dev.notes)
+    if prefix == "MTL":
+        notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
+    return accept(engine, argv, dev.env, notes)
+
+
+def koboldcpp_command(
+    placement: Placement,
+    spec: ModelSpec,
+    quant: str,
+    s: PlanSettings,
+    rig: Rig,
+    *,
+    model_path: str | None = None,
+    gpu_backend: str | None = None,
+) -> LaunchCommand:
+    engine = Engine.KOBOLDCPP
+    if s.kv_k != s.kv_v or s.kv_k not in _KOBOLD_QUANTKV:
+        return refuse(
+            engine,
+            f"--quantkv sets one type for K and V, f16, q8_0 or q4_0 only "
+            f"(this plan uses K {s.kv_k.value}, V {s.kv_v.value})",
+        )
+    if s.kv_k.quantized and not s.flash_attn:
+        return refuse(engine, "--quantkv needs --flashattention")
+    if s.parallel > 1:
+        return refuse(engine, "koboldcpp serves one sequence per context (no -np)")
+    try:
+        layout = llama_layout(placement)
+    except InvalidPlacementError as err:
+        return refuse(engine, str(err))
+    prefix = buffer_prefix(rig, gpu_backend)
+    dev = llama_devices(placement, layout, rig, prefix, "Vulkan" if prefix == "SYCL" else prefix)
+    argv = ["koboldcpp", "--model", model_path or default_model_file(spec, quant)]
+    if prefix in ("CUDA", "ROCm"):
+        argv.append("--usecublas")
+    elif prefix == "Vulkan" or prefix == "SYCL":
+        argv.append("--usevulkan")
+    argv += ["--contextsize", str(s.context), "--gpulayers", str(layout.ngl)]
+    if dev.split is not None:
+        argv += ["--tensor_split", *(str(c) for c in dev.split)]
+    if dev.overrides:
+        argv += ["--overridetensors", ",".join(o.arg for o in dev.overrides)]
+    if s.flash_attn:
+        argv.append("--flashattention")
+    if s.kv_k is not KvCacheType.F16:
+        argv += ["--quantkv", str(_KOBOLD_QUANTKV[s.kv_k])]
+    return accept(engine, argv, dev.env, dev.notes)
+
+
+# ---------------------------------------------------------------- llama.cpp -> placement
+
+
+_NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers", "--gpulayers")
+_SPLIT_FLAGS = ("-ts", "--tensor-split", "--tensor_split")
+_OT_FLAGS = ("-ot", "--override-tensor", "--overridetensors")
+
+
+def parse_llama_args(
+    argv: Sequence[str],
+) -> tuple[int | None, tuple[float, ...] | None, tuple[Override, ...]]:
+    """(-ngl, --tensor-split, -ot rules in order) from a llama.cpp or koboldcpp argv.
+
+    Also reads `--cpu-moe` and `--n-cpu-moe N` as the expert rules llama.cpp makes of them.
+    """
+    ngl: int | None = None
+    split: tuple[float, ...] | None = None
+    overrides: list[Override] = []
+    args = list(argv)
+    i = 0
+
+    def value() -> str:
+        nonlocal i
+        i += 1
+        if i >= len(args):
+            raise InvalidPlacementError(f"{args[i - 1]} needs a value")
+        return args[i]
+
+    while i < len(args):
+        a = args[i]
+        flag, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
+        if flag in _NGL_FLAGS:
+            raw = inline if eq else value()
+            ngl = 1 << 30 if raw in ("all", "auto") else int(raw)
+        elif flag in _SPLIT_FLAGS:
+            raw = inline if eq else value()
+            parts = [raw]
+            # koboldcpp takes the split as separate words
+            while "," not in raw and i + 1 < len(args) and _is_number(args[i + 1]):
+                i += 1
+                parts.append(args[i])
+            text = ",".join(parts)
+            split = tuple(float(x) for x in re.split(r"[,/]", text) if x)
+        elif flag in _OT_FLAGS:
+            raw = inline if eq else value()
+            for rule in raw.split(","):
+                pattern, sep, buf = rule.rpartition("=")
+                if not sep or not pattern:
+                    raise InvalidPlacementError(f"-ot rule {rule!r} is not PATTERN=BUFFER")
+                overrides.append(Override(pattern=pattern, buffer=buf))
+        elif flag in ("--cpu-moe", "-cmoe"):
+            overrides.append(Override(pattern=r"\.ffn_(up|down|gate)_exps", buffer="CPU"))
+        elif flag in ("--n-cpu-moe", "-ncmoe"):
+            n = int(inline if eq else value())
+            for il in range(n):
+                overrides.append(
+                    Override(pattern=rf"blk\.{il}\.ffn_(up|down|gate)_exps", buffer="CPU")
+                )
+        i += 1
+    return ngl, split, tuple(overrides)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _first_match(overrides: Sequence[Override], tensor: str) -> str | None:
+    for o in overrides:
+        # llama.cpp uses std::regex_search: a match anywhere in the name
+        if re.search(o.pattern, tensor):
+            return device_of_buffer(o.buffer)
+    return None
+
+
+def apply_llama_args(
+    g: Geometry,
+    rig: Rig,
+    s: PlanSettings,
+    ngl: int | None,
+    tensor_split: Sequence[float] | None,
+    overrides: Sequence[Override],
+    visible: Sequence[int] | None = None,
+) -> Placement:
+    """The placement llama.cpp makes of these flags: its -ngl/split rule, then -ot.
+    `visible`: the rig GPUs the backend was shown (buffer names and the split count
+    only those)."""
+    if visible is not None and not visible:
+        ngl, tensor_split, visible = 0, None, None  # no GPU shown: all on the CPU
+    if visible is not None:
+        shown = list(visible)
+        split = list(tensor_split) if tensor_split is not None else [1.0] * len(shown)
+        full = [0.0] * len(rig.gpus)
+        for k, i in enumerate(shown):
+            full[i] = split[k]
+        tensor_split = full
+
+        def to_rig(o: Override) -> Override:
+            m = GPU_BUFFER_RE.match(o.buffer)
+            if m is None:
+                return o  # CPU (or an unknown name, refused later)
+            return Override(pattern=o.pattern, buffer=f"{m.group(1)}{shown[int(m.group(2))]}")
+
+        overrides = [to_rig(o) for o in overrides]
+    base = auto_place(g, rig, s, ngl=ngl, tensor_split=tensor_split)
+    units = []
+    for u in base.units:
+        if u.unit == INPUT:
+            units.append(u)
+            continue
+        if u.unit == OUTPUT:
+            dev = _first_match(overrides, _OUTPUT_TENSOR) or u.device
+            units.append(replace(u, device=dev))
+            continue
+        dev = _first_match(overrides, f"{u.unit}.{_DENSE_TENSOR}") or u.device
+        experts: str | None = None
+        if g.is_moe_layer(u.index):
+            exp = _first_match(overrides, f"{u.unit}.{_EXPERT_TENSOR}") or u.device
+            experts = None if exp == dev else exp
+        for d in (dev, experts):
+            if d is not None and d not in base.devices:
+                raise InvalidPlacementError(f"no device {d!r} in this rig")
+        units.append(replace(u, device=dev, experts_device=experts))
+    return replace(base, units=tuple(units))
