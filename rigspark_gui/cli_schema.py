@@ -109,6 +109,13 @@ def _quality() -> Any:
     return QualityFile
 
 
+@_file("llama-bench", "one llama-bench result (-o json, jsonl or csv), read by reconcile")
+def _llama_bench() -> Any:
+    from rigspark_gui.reconcile.bench_file import LlamaBenchRecord
+
+    return LlamaBenchRecord
+
+
 @_file("calibration", "this machine's speed calibration (calibrate, View > Calibrate speed)")
 def _calibration() -> Any:
     from rigspark_gui.calibrate.calibration_file import LocalCalibration

@@ -112,40 +112,40 @@ def bench_from_markdown(cells: dict[str, str]) -> BenchRow | None:
     )
 
 
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _bench_from_record(rec: dict[str, Any]) -> BenchRow | None:
+def _bench_from_record(raw: dict[str, Any]) -> BenchRow | None:
     """A llama-bench JSON object or CSV row (CSV gives every value as a string)."""
-    tok_s = parse_float(_str(rec.get("avg_ts")))
-    n_prompt = parse_int(_str(rec.get("n_prompt"))) or 0
-    n_gen = parse_int(_str(rec.get("n_gen"))) or 0
-    n_depth = parse_int(_str(rec.get("n_depth"))) or 0
+    from rigspark_gui.reconcile.bench_file import LlamaBenchRecord
+
+    rec = LlamaBenchRecord.model_validate(raw)
+    tok_s = rec.avg_ts
+    n_prompt = rec.n_prompt or 0
+    n_gen = rec.n_gen or 0
+    n_depth = rec.n_depth or 0
     if tok_s is None or (n_prompt <= 0 and n_gen <= 0):
         return None
-    fa = rec.get("flash_attn")
-    flash = parse_flash(str(fa).lower()) if fa is not None else None
+    fa = rec.flash_attn
+    flash = parse_flash(fa.lower()) if fa is not None else None
+    backend = rec.backends if rec.backends is not None else rec.backend
     return BenchRow(
-        model=str(rec.get("model_type", "")),
-        model_filename=_str(rec.get("model_filename")),
-        size_bytes=parse_int(_str(rec.get("model_size"))),
-        params=parse_int(_str(rec.get("model_n_params"))),
-        backend=str(rec.get("backends", rec.get("backend", ""))),
-        ngl=parse_int(_str(rec.get("n_gpu_layers"))),
-        threads=parse_int(_str(rec.get("n_threads"))),
-        n_batch=parse_int(_str(rec.get("n_batch"))),
-        n_ubatch=parse_int(_str(rec.get("n_ubatch"))),
-        type_k=_str(rec.get("type_k")),
-        type_v=_str(rec.get("type_v")),
+        model=rec.model_type or "",
+        model_filename=rec.model_filename,
+        size_bytes=rec.model_size,
+        params=rec.model_n_params,
+        backend=backend or "",
+        ngl=rec.n_gpu_layers,
+        threads=rec.n_threads,
+        n_batch=rec.n_batch,
+        n_ubatch=rec.n_ubatch,
+        type_k=rec.type_k,
+        type_v=rec.type_v,
         flash_attn=flash,
-        tensor_split=_split(_str(rec.get("tensor_split"))),
+        tensor_split=_split(rec.tensor_split),
         test=_test_name(n_prompt, n_gen, n_depth),
         n_prompt=n_prompt,
         n_gen=n_gen,
         n_depth=n_depth,
         tok_s=tok_s,
-        tok_s_sd=parse_float(_str(rec.get("stddev_ts"))),
+        tok_s_sd=rec.stddev_ts,
     )
 
 
