@@ -16,7 +16,6 @@ and only in the user's own cache folder.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import pickle
 from collections.abc import Callable
@@ -26,6 +25,11 @@ from typing import Any, TypeVar
 
 from rigspark_gui.identity import APP_VERSION
 from rigspark_gui.user_dirs import cache_dir
+
+try:  # the builtin module: hashlib would first load OpenSSL (~5 ms at start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - CPython builds without it
+    from hashlib import blake2b
 
 T = TypeVar("T")
 FOLDER = "validated"
@@ -63,7 +67,7 @@ def read_validated(
     path: Path, data: bytes, *, kind: str, layout: str, validate: Callable[[bytes], T]
 ) -> T:
     """`validate(data)`, or what it returned for these bytes before."""
-    key = hashlib.blake2b(
+    key = blake2b(
         b"\0".join(
             (kind.encode(), APP_VERSION.encode(), code_stamp().encode(), layout.encode(), data)
         ),
