@@ -5,10 +5,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-# Libraries a real Qt window needs on Debian/Ubuntu (offscreen tests need the first four).
+# Libraries a real Qt window needs on Debian/Ubuntu (offscreen tests need the first four),
+# and poppler-utils, whose pdftotext the tests read the PDF report with.
 SYSTEM_PACKAGES := libegl1 libgl1 libfontconfig1 libxkbcommon0 libdbus-1-3 \
 	libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
-	libxcb-render-util0 libxcb-image0 libxcb-randr0 libxcb-xinerama0 libxcb-xkb1
+	libxcb-render-util0 libxcb-image0 libxcb-randr0 libxcb-xinerama0 libxcb-xkb1 \
+	poppler-utils
 
 .PHONY: run test lint system-deps bench validate clean bundle fuzz
 

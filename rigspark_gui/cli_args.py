@@ -107,6 +107,12 @@ _gb = _number_in("a size in GB", 0, 1 << 20, unit=" GB")
 
 
 CALIBRATION_QUANTS = ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0")
+# Named in --help (the whole list would fill a screen; a wrong name gets the model's own),
+# checked against llama-quantize's types by tests/cli/test_newcomer_cli.py.
+QUANT_EXAMPLES = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "IQ4_XS", "Q3_K_M", "IQ2_M", "BF16")
+# KvCacheType's llama.cpp members, in its order (the test pins it).
+KV_TYPES = ("f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
+BACKENDS = ("llama.cpp", "ollama", "lm-studio", "koboldcpp", "vllm", "sglang", "mlx")
 
 
 def _quant_list(text: str) -> tuple[str, ...]:
@@ -151,21 +157,59 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="a GGUF on the web: only its header is read (range requests), then cached",
     )
-    p.add_argument("--quant", help="fixed quantization (default: the best that fits)")
+    p.add_argument(
+        "--quant",
+        metavar="TYPE",
+        help="fixed quantization: a llama-quantize type such as "
+        f"{', '.join(QUANT_EXAMPLES)} (a type the model lacks is answered with the model's "
+        "own list). Default: Auto, the best quality that fits and reaches --min-speed",
+    )
     _add_setting_args(p)
 
 
 def _add_setting_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
-    p.add_argument("--context", type=_context, default=8192, help="tokens, e.g. 8192 or 32k")
-    p.add_argument("--kv-k", default="f16", help="K cache type (f16, q8_0, q4_0 ...)")
-    p.add_argument("--kv-v", default=None, help="V cache type (default: same as K)")
-    p.add_argument("--flash-attn", choices=("on", "off"), default=None)
-    p.add_argument("--parallel", type=_positive, default=1, help="sequences at once (-np)")
+    p.add_argument(
+        "--rig", metavar="RIG.json", type=Path, help="rig file (default: detect this machine)"
+    )
+    p.add_argument(
+        "--context",
+        type=_context,
+        default=8192,
+        metavar="TOKENS",
+        help="context length, e.g. 8192, 32k or 128K (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kv-k",
+        default="f16",
+        metavar="TYPE",
+        help=f"K cache type: {', '.join(KV_TYPES)}; fp8 for vLLM/SGLang (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kv-v",
+        default=None,
+        metavar="TYPE",
+        help="V cache type, the same names (default: as --kv-k; a quantized V needs flash "
+        "attention)",
+    )
+    p.add_argument(
+        "--flash-attn",
+        choices=("on", "off"),
+        default=None,
+        help="llama.cpp -fa (default: on when the V cache is quantized, else off)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="sequences served at once, llama.cpp -np (default: %(default)s)",
+    )
     p.add_argument(
         "--backend",
         default="llama.cpp",
-        choices=("llama.cpp", "ollama", "lm-studio", "koboldcpp", "vllm", "sglang", "mlx"),
+        choices=BACKENDS,
+        metavar="ENGINE",
+        help=f"the engine that runs it: {', '.join(BACKENDS)} (default: %(default)s)",
     )
     serving = p.add_argument_group("serving engines (--backend vllm or sglang)")
     serving.add_argument(
@@ -174,16 +218,36 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
         metavar="F",
         help="vLLM --gpu-memory-utilization / SGLang --mem-fraction-static (default: theirs)",
     )
-    serving.add_argument("--tensor-parallel", type=_positive, metavar="N", help="TP size")
-    serving.add_argument("--pipeline-parallel", type=_positive, metavar="N", help="PP size")
     serving.add_argument(
-        "--max-num-seqs", type=_positive, metavar="N", help="requests batched at once"
+        "--tensor-parallel",
+        type=_positive,
+        metavar="N",
+        help="tensor-parallel size (default: chosen per path from its GPUs and the heads)",
     )
     serving.add_argument(
-        "--max-num-batched-tokens", type=_positive, metavar="N", help="tokens per step"
+        "--pipeline-parallel",
+        type=_positive,
+        metavar="N",
+        help="pipeline stages (default: the path's GPUs left over, one stage per host)",
     )
     serving.add_argument(
-        "--cpu-offload-gb", type=_gb, metavar="GB", default=0.0, help="vLLM weights kept in RAM"
+        "--max-num-seqs",
+        type=_positive,
+        metavar="N",
+        help="requests batched at once (default: the engine's)",
+    )
+    serving.add_argument(
+        "--max-num-batched-tokens",
+        type=_positive,
+        metavar="N",
+        help="tokens per step (default: the engine's)",
+    )
+    serving.add_argument(
+        "--cpu-offload-gb",
+        type=_gb,
+        metavar="GB",
+        default=0.0,
+        help="vLLM weights kept in RAM (default: 0)",
     )
     p.add_argument(
         "--gpu-backend",
@@ -196,10 +260,20 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
         type=_min_speed,
         default=None,
         metavar="TOK_S",
-        help="Auto: best quality reaching this decode speed (default 8; 0 = best that fits)",
+        help="Auto: best quality reaching this decode speed (default: 8; 0 = best that fits)",
     )
-    p.add_argument("--swa-full", action="store_true", help="full-size sliding-window caches")
-    p.add_argument("--prompt-tokens", type=_positive, default=1024, help="prompt for prefill time")
+    p.add_argument(
+        "--swa-full",
+        action="store_true",
+        help="full-size sliding-window caches, llama.cpp --swa-full (default: off)",
+    )
+    p.add_argument(
+        "--prompt-tokens",
+        type=_positive,
+        default=1024,
+        metavar="N",
+        help="prompt length the prefill time is estimated for (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -209,25 +283,35 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         "--kv-compare",
         choices=("none", "common", "all"),
         default="common",
-        help="KV precision comparison rows (default: common pairs)",
+        help="KV precision comparison rows (default: %(default)s pairs)",
     )
 
 
 def _place_args(p: argparse.ArgumentParser) -> None:
     _add_model_args(p)
-    p.add_argument("--ngl", type=_non_negative, help="llama.cpp -ngl (default: the plan's)")
-    p.add_argument("--tensor-split", type=_split, help="llama.cpp --tensor-split, e.g. 3,1")
+    p.add_argument(
+        "--ngl",
+        type=_non_negative,
+        metavar="N",
+        help="llama.cpp -ngl (default: the plan's placement)",
+    )
+    p.add_argument(
+        "--tensor-split",
+        type=_split,
+        metavar="X,Y",
+        help="llama.cpp --tensor-split, e.g. 3,1 (default: by free memory)",
+    )
 
 
 def _rank_args(p: argparse.ArgumentParser) -> None:
     _add_setting_args(p)
-    p.add_argument("--family", help="only this family (substring)")
+    p.add_argument("--family", help="only this family, by a part of its name (default: all)")
     p.set_defaults(quant=None)
 
 
 def _models_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
-    p.add_argument("--family", help="only this family (substring)")
+    p.add_argument("--family", help="only this family, by a part of its name (default: all)")
     p.add_argument(
         "--local",
         action="store_true",
@@ -264,7 +348,12 @@ def _gpus_args(p: argparse.ArgumentParser) -> None:
 
 def _export_args(p: argparse.ArgumentParser) -> None:
     _add_model_args(p)
-    p.add_argument("--format", choices=("html", "pdf", "md", "json"), default="html")
+    p.add_argument(
+        "--format",
+        choices=("html", "pdf", "md", "json"),
+        default="html",
+        help="report format (default: %(default)s)",
+    )
     p.add_argument("-o", "--output", type=Path, required=True)
 
 

@@ -21,11 +21,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     s = settings_from(args)
     rig = load_rig_arg(args)
     perf = load_perf()
-    result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare)
     from rigspark_gui.catalog.quality import load_quality
     from rigspark_gui.core.plan import suggest
 
-    ideas = suggest(spec, rig, s, perf, load_quality())
+    quality = load_quality()
+    result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare, kv_kld=quality.kv_kld)
+    ideas = suggest(spec, rig, s, perf, quality)
     if args.json:
         data = jsonable(result)
         data["suggestions"] = [jsonable(i) for i in ideas]
@@ -42,7 +43,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_place(args: argparse.Namespace) -> int:
     from rigspark_gui.cli_speed import speed_model as load_perf
     from rigspark_gui.core.memory import repack_for, weights_layout
-    from rigspark_gui.core.placement import auto_place, device_loads
+    from rigspark_gui.core.placement import HEADROOM, auto_place, device_loads, placement_fit
     from rigspark_gui.core.plan import plan
     from rigspark_gui.core.speed import estimate_decode, estimate_prefill
     from rigspark_gui.report.text import format_loads, format_placement
@@ -59,9 +60,9 @@ def cmd_place(args: argparse.Namespace) -> int:
     rig = load_rig_arg(args)
     perf = load_perf()
     base = plan(spec, rig, s, perf)
-    quant = s.quant or next(
-        (p.quant for p in base.paths if p.fits and p.quant), spec.available_quants[-1]
-    )
+    # the path whose placement the plan shows: the recommended one, else the nearest
+    shown = next((p for p in base.paths if p.path is base.recommended), base.paths[0])
+    quant = s.quant or shown.quant or spec.available_quants[-1]
     if args.ngl is not None or args.tensor_split is not None:
         placement = auto_place(spec.geometry, rig, s, ngl=args.ngl, tensor_split=args.tensor_split)
     else:
@@ -72,7 +73,10 @@ def cmd_place(args: argparse.Namespace) -> int:
     loads = device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)
     decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
     prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
-    fits = all(d.verdict.value != "over" for d in loads)
+    # the plan's rule (placement.fits_within, a unified chip pooled) and its context limit
+    fit = placement_fit(loads, rig)
+    trained = spec.geometry.context_length
+    fits = fit.fits and s.context <= trained
     from rigspark_gui.core.launch import launch_commands
 
     commands = launch_commands(placement, spec, quant, s, rig)
@@ -94,7 +98,7 @@ def cmd_place(args: argparse.Namespace) -> int:
             }
         )
     else:
-        from rigspark_gui.core.units import speed_text
+        from rigspark_gui.core.units import gib, speed_text
 
         print(f"{spec.name} at {quant}, {s.context} context")
         print(format_placement(placement))
@@ -103,7 +107,15 @@ def cmd_place(args: argparse.Namespace) -> int:
         print()
         speed = speed_text(decode.tok_s, decode.low_tok_s, decode.high_tok_s)
         print(f"Decode: {speed} ({decode.basis})")
-        print("Fits." if fits else "Does not fit: a device is overcommitted.")
+        if fits:
+            print("Fits.")
+        elif not fit.fits:
+            print(
+                f"Does not fit: needs {gib(fit.shortfall_bytes)} more usable memory "
+                f"({HEADROOM:.0%} of each device's is kept free)."
+            )
+        else:
+            print(f"Does not fit: {s.context} tokens exceed the model's trained context {trained}.")
         print()
         for c in commands:
             print(f"{c.engine.value}:")

@@ -55,6 +55,11 @@ def load_model(args: argparse.Namespace) -> ModelSpec:
                     f"{found.quant} (named in {args.model!r}) is not among "
                     f"{found.spec.id}'s quantizations here; planning the best that fits"
                 )
+        name, _, tag = args.model.strip().partition(":")
+        if tag and "/" not in name and name != found.spec.id:  # an Ollama tag: `ollama run` it
+            from dataclasses import replace
+
+            return replace(found.spec, ollama_tag=args.model.strip())
         return found.spec
     path: Path = args.model_file
     from rigspark_gui.core.errors import ModelImportError

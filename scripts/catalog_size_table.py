@@ -20,7 +20,7 @@ def main() -> None:
         "",
         "Catalog models have no GGUF header at hand, so their weights are synthesized tensor by",
         "tensor from the geometry in their `config.json` and typed with llama-quantize's recipe",
-        "(`rigspark_gui/core/memory/quant_recipe.py`, after `llama_tensor_get_type` in llama.cpp's",
+        "(`rigspark_gui/core/model/quant_recipe.py`, after `llama_tensor_get_type` in llama.cpp's",
         "`src/llama-quant.cpp`). The file size adds the tokenizer header (about 24 bytes per",
         "vocabulary entry plus 1 MiB). This table compares that estimate with real files.",
         "",

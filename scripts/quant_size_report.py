@@ -151,7 +151,7 @@ def render(checks: Sequence[Check]) -> str:
         "# Quantization types: synthesized sizes against published files",
         "",
         "Catalog models have no GGUF header at hand, so RigSpark types every tensor the way",
-        "llama-quantize would (`rigspark_gui/core/memory/quant_recipe.py`, a port of",
+        "llama-quantize would (`rigspark_gui/core/model/quant_recipe.py`, a port of",
         "`llama_tensor_get_type` in llama.cpp's `src/llama-quant.cpp`) and sizes the file as",
         "`file_bytes_estimate(weights_layout(spec, quant))`: tensor data plus a tokenizer",
         "header estimate. Here each catalog model is re-quantized to a published file's type",

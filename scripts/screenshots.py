@@ -1,6 +1,6 @@
 """Render every tab of the window offscreen into docs/screenshots/ (for the README).
 
-Run: QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshots.py
+Run: QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshots.py [--every-tab DIR]
 A 2x RTX 3090 workstation planning Llama 3.3 70B at 32K context.
 """
 
@@ -18,7 +18,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QEvent, QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from rigspark_gui.catalog.gpu_database import load_gpu_database  # noqa: E402
@@ -27,6 +27,13 @@ from rigspark_gui.core.rig import Cpu, Rig  # noqa: E402
 from rigspark_gui.resources import data_file  # noqa: E402
 from rigspark_gui.ui import background, dialogs  # noqa: E402
 from rigspark_gui.ui.main_window import MainWindow  # noqa: E402
+
+
+def settle(app: QApplication) -> None:
+    """One turn of the event loop, deferred deletes included (processEvents alone
+    leaves a rebuilt tab's old widgets on screen, where the real loop deletes them)."""
+    app.processEvents()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def main() -> None:
@@ -44,7 +51,7 @@ def main() -> None:
     w.session.set_model("llama-3.3-70b-instruct")
     w.session.update_settings(context=32768)
     w.show()
-    w._suggest_now()  # the ladders and what-would-it-take line, as the window fills them in
+    w.what_if.suggest_now()  # the ladders and what-would-it-take line, as the window does
     for name, tab in (
         ("paths", w.paths_tab),
         ("kv", w.kv_tab),
@@ -53,15 +60,22 @@ def main() -> None:
     ):
         w.tabs.setCurrentWidget(tab)
         for _ in range(5):
-            app.processEvents()
+            settle(app)
         w.grab().save(str(out / f"{name}.png"))
-    # the smallest size the window is made for, and a large screen
-    for width, height in ((1024, 700), (1920, 1080)):
+    # the smallest size the window is made for, a laptop and a large screen: the Paths
+    # tab in docs/screenshots/window-WxH.png; with --every-tab DIR, every tab in DIR too
+    every = Path(sys.argv[sys.argv.index("--every-tab") + 1]) if "--every-tab" in sys.argv else None
+    for width, height in ((1024, 700), (1600, 1000), (1920, 1080)):
         w.resize(width, height)
-        w.tabs.setCurrentWidget(w.paths_tab)
-        for _ in range(10):
-            app.processEvents()
-        w.grab().save(str(out / f"window-{width}x{height}.png"))
+        tabs = [("", w.paths_tab, out)]
+        if every is not None:
+            every.mkdir(parents=True, exist_ok=True)
+            tabs += [(f"-{n}", getattr(w, f"{n}_tab"), every) for n in ("kv", "layers", "catalog")]
+        for name, tab, folder in tabs:
+            w.tabs.setCurrentWidget(tab)
+            for _ in range(10):
+                settle(app)
+            w.grab().save(str(folder / f"window-{width}x{height}{name}.png"))
     w.close()
     # Auto on a desktop with no GPU: the speed it reaches decides the quantization
     desktop = Rig(
@@ -83,7 +97,7 @@ def main() -> None:
     w.show()
     w.tabs.setCurrentWidget(w.paths_tab)
     for _ in range(5):
-        app.processEvents()
+        settle(app)
     w.grab().save(str(out / "paths-cpu-auto.png"))
     w.close()
     # two machines over 10 GbE: llama.cpp RPC, the lanes grouped by host
@@ -97,7 +111,7 @@ def main() -> None:
     for name, tab in (("paths-multi-host", w.paths_tab), ("layers-hosts", w.layers_tab)):
         w.tabs.setCurrentWidget(tab)
         for _ in range(8):
-            app.processEvents()
+            settle(app)
         w.grab().save(str(out / f"{name}.png"))
     w.close()
     # a vLLM server: two 8x H100 nodes serving Llama 3.1 405B (TP 8 x PP 2)
@@ -110,7 +124,7 @@ def main() -> None:
     w.show()
     w.tabs.setCurrentWidget(w.serving_tab)
     for _ in range(8):
-        app.processEvents()
+        settle(app)
     w.grab().save(str(out / "serving.png"))
     w.close()
     settings.clear()

@@ -7,11 +7,12 @@ without rendering anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from rigspark_gui.core.memory import device_compute_bytes, kv_total_bytes, weights_layout
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import HEADROOM
-from rigspark_gui.core.plan import Plan, Verdict
+from rigspark_gui.core.plan import Plan, Verdict, kv_quant
 from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text
@@ -176,6 +177,11 @@ class LimitLine:
 class KvChart:
     curves: tuple[Curve, ...]
     limits: tuple[LimitLine, ...]
+    # the weights' quantization every curve carries: the KV comparison's (the plan's
+    # recommended one)
+    quant: str | None = None
+    # what the chart shows, quantization included
+    title: str = ""
 
 
 KV_CHART_TYPES = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q5_0, KvCacheType.Q4_0)
@@ -184,18 +190,19 @@ SERVING_KV_TYPES = (KvCacheType.F16, KvCacheType.FP8)
 
 def kv_chart_types(s: PlanSettings) -> tuple[KvCacheType, ...]:
     """The cache types the memory-against-context chart draws: the engine's own."""
-    return SERVING_KV_TYPES if s.backend.serving else KV_CHART_TYPES
+    if s.backend.serving:
+        return SERVING_KV_TYPES
+    return tuple(k for k in KV_CHART_TYPES if k in s.backend.kv_types)
 
 
 def kv_memory_chart(
     spec: ModelSpec, plan: Plan, kv_types: tuple[KvCacheType, ...], points: int = 24
 ) -> KvChart:
     """Total memory (weights + KV + compute, all on one device) against context, one
-    curve per KV type (K = V), with each path's usable memory as a line."""
+    curve per KV type (K = V), with each path's usable memory as a line. The weights are
+    at the KV comparison's quantization (`kv_quant`: the recommended path's)."""
     s = plan.settings
-    quant = next((p.quant for p in plan.paths if p.fits and p.quant), None) or (
-        s.quant or spec.available_quants[-1]
-    )
+    quant = kv_quant(spec, s, plan.paths, plan.recommended) or spec.available_quants[-1]
     g = spec.geometry
     if s.backend.serving and quant in FORMATS:
         weights = checkpoint_bytes(g, quant)  # a serving engine's checkpoint
@@ -221,4 +228,78 @@ def kv_memory_chart(
     limits = tuple(
         LimitLine(label=f"{p.path.value} usable", gib=p.usable_bytes / GIB) for p in plan.paths
     )
-    return KvChart(curves=tuple(curves), limits=limits)
+    title = f"Weights at {quant} + KV cache + compute buffer, against each path's usable memory"
+    return KvChart(curves=tuple(curves), limits=limits, quant=quant, title=title)
+
+
+# ---------------------------------------------------------------- label placement
+
+Box = tuple[float, float, float, float]  # left, bottom, right, top in plot fractions
+LABEL_ON_LABEL = 100  # the cost of one label over another, in curve crossings
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _crosses(box: Box, a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether segment a-b passes through box (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, a[0] - x0), (dx, x1 - a[0]), (-dy, a[1] - y0), (dy, y1 - a[1])):
+        if p == 0:
+            if q < 0:
+                return False  # parallel to this edge and outside it
+            continue
+        t = q / p
+        if p < 0:
+            lo = max(lo, t)
+        else:
+            hi = min(hi, t)
+        if lo > hi:
+            return False
+    return True
+
+
+def place_line_labels(
+    lines_y: tuple[float, ...],
+    widths: tuple[float, ...],
+    height: float,
+    curves: tuple[tuple[tuple[float, float], ...], ...] = (),
+    gap: float = 0.01,
+) -> tuple[tuple[float, bool], ...]:
+    """Where to put the label of each horizontal line so that no two labels overlap and
+    none sits on a curve: (left x, above the line) per line. Everything is in fractions
+    of the plot (0..1 across and up): `lines_y` each line's height, `widths` each
+    label's width, `height` a label's height, `curves` the polylines to keep clear of.
+    Tries the left end first, above then below the line, then steps right; a label
+    that finds no free place goes where it overlaps least."""
+    placed: list[Box] = []
+    out: list[tuple[float, bool]] = [(0.0, True)] * len(lines_y)
+    steps = [gap + i * 0.02 for i in range(50)]
+    for i in sorted(range(len(lines_y)), key=lambda j: -lines_y[j]):
+        y, w = lines_y[i], widths[i]
+        best: tuple[int, float, bool, Box] | None = None
+        for x in steps:
+            if x + w > 1.0 - gap / 2:
+                break
+            for above in (True, False):
+                box = (x, y, x + w, y + height) if above else (x, y - height, x + w, y)
+                if box[1] < 0.0 or box[3] > 1.0:
+                    continue
+                # a label on another is worse than one a curve passes through
+                hits = LABEL_ON_LABEL * sum(1 for other in placed if _overlap(box, other))
+                hits += sum(1 for c in curves for a, b in pairwise(c) if _crosses(box, a, b))
+                if best is None or hits < best[0]:
+                    best = (hits, x, above, box)
+                if hits == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        if best is None:
+            box = (gap, y, gap + w, y + height)
+            best = (0, gap, True, box)
+        out[i] = (best[1], best[2])
+        placed.append(best[3])
+    return tuple(out)

@@ -70,9 +70,15 @@ def parse_token_count(text: str) -> int | None:
 
 
 def param_text(n: float) -> str:
-    """A parameter count as people write it: 70.6B, 350M, 4.2M, 12K."""
-    if n >= 1e9:
+    """A parameter count as people write it: 70.6B, 350M, 4.2M, 12K. Rounded first, then
+    named in the unit the rounded figure belongs to: 999.6M is 1.0B (not "1000M"), 9.96M
+    is 10M (not "10.0M")."""
+    if n >= 999.5e6:
         return f"{n / 1e9:.1f}B"
-    if n >= 1e6:
-        return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.1f}M"
-    return f"{n / 1e3:.0f}K"
+    if n >= 9.95e6:
+        return f"{n / 1e6:.0f}M"
+    if n >= 999.5e3:
+        return f"{n / 1e6:.1f}M"
+    if n >= 999.5:
+        return f"{n / 1e3:.0f}K"
+    return f"{n:.0f}"

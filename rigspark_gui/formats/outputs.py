@@ -53,7 +53,10 @@ class PlanOutput(CliOutput):
     placement: Placement | None = Field(description="the recommended (or nearest) path's")
     device_loads: tuple[DeviceLoad, ...]
     kv_comparison: tuple[KvComparisonRow, ...] = Field(
-        description="KV cache precisions compared (empty with --kv-compare none)"
+        description="the KV cache pairs the engine runs, most useful first, each path's "
+        "largest context at one quantization (each limit's `quant`: the recommended "
+        "path's), the measured quality cost (`kv_kld`) and what is known of its speed "
+        "(`speed_note`); empty with --kv-compare none"
     )
     notes: tuple[str, ...]
     serving: ServingPlan | None = Field(description="vLLM/SGLang: the shown path's figures")
@@ -73,7 +76,11 @@ class PlaceOutput(CliOutput):
     settings: PlanSettings
     placement: Placement
     device_loads: tuple[DeviceLoad, ...]
-    fits: bool = Field(description="no device is overcommitted")
+    fits: bool = Field(
+        description="the plan's verdict for this placement: every device (a unified chip's "
+        "pool as one) leaves 5% of its usable memory free, and the context is within the "
+        "model's trained one"
+    )
     throughput: Throughput = Field(description="decode")
     prefill: Prefill
     launch_commands: tuple[LaunchCommand, ...]

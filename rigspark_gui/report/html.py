@@ -24,6 +24,7 @@ from rigspark_gui.report.sections import (
     byline,
     report_blocks,
 )
+from rigspark_gui.report.table_fit import Columns, TableFit, fit_columns, keep_together
 
 BROWSER_CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif;
@@ -60,29 +61,44 @@ h3 { font-size: 10pt; margin-top: 8px; }
 th { background-color: #f2f2f2; font-weight: bold; }
 td, th { padding: 2px; }
 pre { background-color: #f6f6f6; font-size: 8pt; white-space: pre-wrap; }
-td.num { white-space: nowrap; }
 """
 
 
-def _cell(tag: str, text: str, numeric: bool) -> str:
+def _cell(tag: str, text: str, numeric: bool, width: int | None = None, style: str = "") -> str:
     cls = ' class="num" align="right"' if numeric else ""
-    return f"<{tag}{cls}>{escape(text)}</{tag}>"
+    size = f' width="{width}"' if width else ""
+    css = f' style="{style}"' if style else ""
+    return f"<{tag}{cls}{size}{css}>{escape(text)}</{tag}>"
 
 
-def _table(t: Table) -> str:
-    head = "".join(_cell("th", h, i in t.numeric) for i, h in enumerate(t.headers))
+def _table(t: Table, fit: TableFit | None = None) -> str:
+    """A table; with `fit` (Qt's engine), what belongs together kept on one line and
+    the columns sized (the type made smaller if need be) so that no word breaks."""
+    headers, rows = t.headers, t.rows
+    cols, padding, style = Columns(), 3, ""
+    if fit is not None:
+        headers = tuple(keep_together(h) for h in headers)
+        rows = tuple(tuple(keep_together(c) for c in row) for row in rows)
+        cols, padding = fit_columns(headers, rows, fit), fit.padding
+        style = f"font-size: {cols.points:g}pt" if cols.points else ""
+    widths = cols.widths or (None,) * len(headers)
+    head = "".join(_cell("th", h, i in t.numeric, widths[i], style) for i, h in enumerate(headers))
     body = "".join(
-        "<tr>" + "".join(_cell("td", c, i in t.numeric) for i, c in enumerate(row)) + "</tr>\n"
-        for row in t.rows
+        "<tr>"
+        + "".join(_cell("td", c, i in t.numeric, style=style) for i, c in enumerate(row))
+        + "</tr>\n"
+        for row in rows
     )
     ident = f' id="table-{escape(t.name)}"' if t.name else ""
     return (
-        f'<table{ident} border="1" cellspacing="0" cellpadding="3">\n'
+        f'<table{ident} border="1" cellspacing="0" cellpadding="{padding}">\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table>\n"
     )
 
 
-def _block(b: Block, images: dict[str, str], image_width: int | None) -> str:
+def _block(
+    b: Block, images: dict[str, str], image_width: int | None, fit: TableFit | None = None
+) -> str:
     if isinstance(b, Heading):
         return f"<h{b.level}>{escape(b.text)}</h{b.level}>\n"
     if isinstance(b, Para):
@@ -90,7 +106,7 @@ def _block(b: Block, images: dict[str, str], image_width: int | None) -> str:
             return f'<p class="summary">{escape(b.text)}</p>\n'
         return f"<p>{escape(b.text)}</p>\n"
     if isinstance(b, Table):
-        return _table(b)
+        return _table(b, fit)
     if isinstance(b, Chart):
         src = images.get(b.key)
         if src is None:
@@ -112,11 +128,13 @@ def render_html(
     *,
     qt_subset: bool = False,
     image_width: int | None = None,
+    fit: TableFit | None = None,
 ) -> str:
     """The report as HTML. `images` maps a chart key ("fit", "kv") to its img src:
-    a data: URI for the file, a resource name for Qt's rich-text engine."""
+    a data: URI for the file, a resource name for Qt's rich-text engine. `fit`: how
+    Qt measures text and the width tables must fit in (Qt's engine only)."""
     css = QT_CSS if qt_subset else BROWSER_CSS
-    body = "".join(_block(b, images, image_width) for b in report_blocks(report))
+    body = "".join(_block(b, images, image_width, fit) for b in report_blocks(report))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -31,6 +31,7 @@ from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.core.units import MIB
 from rigspark_gui.identity import APP_NAME, APP_VERSION
+from rigspark_gui.report.rig_words import report_notes, rig_title
 
 REPORT_SCHEMA_VERSION = 1
 # the curves of the KV chart: the same four the KV tab draws
@@ -334,7 +335,7 @@ def build_report(
         )
         commands = launch_commands(placement, spec, quant, result.settings, rig)
     return PlanReport(
-        title=title or f"{spec.name} on {rig.name or 'this machine'}",
+        title=title or f"{spec.name} on {rig_title(rig)}",
         created_at=created_at,
         rig=rig,
         rig_edited=rig.edited,
@@ -353,7 +354,7 @@ def build_report(
         suggestions=suggest(spec, rig, result.settings, perf, load_quality()),
         fit_chart=fit_chart(result),
         kv_chart=kv_memory_chart(spec, result, kv_chart_types(result.settings)),
-        notes=result.notes,
+        notes=report_notes(rig, result.notes),
         assumptions=_assumptions(result.paths, perf, model, result.settings),
         serving=result.serving,
         launch=result.launch if not edited else None,

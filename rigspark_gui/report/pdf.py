@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF
-from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter
+from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
 
 from rigspark_gui.catalog.durable import write_atomic
 from rigspark_gui.report.charts import ensure_gui_app, render_charts
@@ -19,6 +19,24 @@ from rigspark_gui.report.model import PlanReport, ReportError
 
 RESOLUTION_DPI = 96  # one layout pixel = one screen pixel, so chart widths read naturally
 MARGIN_MM = 14.0
+
+
+def _page_layout() -> QPageLayout:
+    return QPageLayout(
+        QPageSize(QPageSize.PageSizeId.A4),
+        QPageLayout.Orientation.Portrait,
+        QMarginsF(MARGIN_MM, MARGIN_MM, MARGIN_MM, MARGIN_MM),
+        QPageLayout.Unit.Millimeter,
+    )
+
+
+def pdf_document(report: PlanReport, charts: dict[str, bytes]) -> QTextDocument:
+    """The report laid out on the PDF's pages (A4, its tables sized to the page)."""
+    ensure_gui_app()
+    page = _page_layout().paintRectPixels(RESOLUTION_DPI)
+    doc = report_document(report, charts, image_width=page.width() - 8)
+    doc.setPageSize(QSizeF(page.width(), page.height()))
+    return doc
 
 
 def report_pdf(report: PlanReport, charts: dict[str, bytes] | None = None) -> bytes:
@@ -34,17 +52,8 @@ def report_pdf(report: PlanReport, charts: dict[str, bytes] | None = None) -> by
     writer.setResolution(RESOLUTION_DPI)
     writer.setTitle(report.title)
     writer.setCreator(f"{report.app_name} {report.app_version}")
-    writer.setPageLayout(
-        QPageLayout(
-            QPageSize(QPageSize.PageSizeId.A4),
-            QPageLayout.Orientation.Portrait,
-            QMarginsF(MARGIN_MM, MARGIN_MM, MARGIN_MM, MARGIN_MM),
-            QPageLayout.Unit.Millimeter,
-        )
-    )
-    page = writer.pageLayout().paintRectPixels(RESOLUTION_DPI)
-    doc = report_document(report, charts, image_width=page.width() - 8)
-    doc.setPageSize(QSizeF(page.width(), page.height()))
+    writer.setPageLayout(_page_layout())
+    doc = pdf_document(report, charts)
     doc.print_(writer)
     del writer  # finishes the file into the buffer
     buf.close()

@@ -11,6 +11,7 @@ from rigspark_gui.core.placement import DeviceLoad, units_span
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.units import gib, human_bytes, seconds_text, speed_text, tokens
 from rigspark_gui.report.model import PlanReport
+from rigspark_gui.report.rig_words import DETECTED_NAME, rig_summary
 from rigspark_gui.report.text import (
     SERVING_COLUMNS,
     auto_rule,
@@ -228,18 +229,20 @@ def _rig_blocks(report: PlanReport) -> tuple[Block, ...]:
 def report_blocks(report: PlanReport) -> list[Block]:
     """The whole report, in reading order."""
     rig = report.rig
-    origin = "edited (what-if)" if report.rig_edited else "as detected or loaded from a rig file"
+    name = rig.name or "an unnamed rig"
+    if report.rig_edited:
+        origin = f"A what-if rig ({rig_summary(rig)}), edited from {name}"
+    else:
+        how = "as detected" if name.casefold() == DETECTED_NAME else "as loaded from a rig file"
+        origin = f"{name[:1].upper() + name[1:]} ({rig_summary(rig)}), {how}"
     blocks: list[Block] = [
         Para(summary(report), strong=True),
         Heading("Settings"),
         Table(("Setting", "Value"), _settings_rows(report), name="settings"),
         Heading("Rig"),
         Para(
-            f"{rig.name or 'Unnamed rig'}: "
-            f"{origin}"
-            f"{', unified memory' if rig.unified_memory else ''}. "
-            "Basis: measured (read from the device), spec (from the GPU database, with its "
-            "source), user (given in the rig file or edited) or unknown."
+            f"{origin}. Basis: measured (read from the device), spec (from the GPU database, "
+            "with its source), user (given in the rig file or edited) or unknown."
         ),
         *_rig_blocks(report),
         Heading("Model"),
@@ -281,10 +284,14 @@ def report_blocks(report: PlanReport) -> list[Block]:
         blocks.append(Bullets(tuple(f"Note: {n}" for n in report.notes)))
     blocks.append(Heading("KV cache precision"))
     if report.kv_comparison:
+        quants = {lim.quant for row in report.kv_comparison for lim in row.limits if lim.quant}
+        at = "at each path's quantization"
+        if len(quants) == 1:
+            at = f"with the weights at {quants.pop()}"
         blocks.append(
             Para(
                 "KV memory at this context and the largest context (a multiple of 256, up to "
-                "the trained context) that fits on each path at that path's quantization."
+                f"the trained context) that fits on each path {at}."
             )
         )
         blocks.append(_kv_table(report))

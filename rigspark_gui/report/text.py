@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigspark_gui.core.placement import DeviceLoad, Placement
+from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, Verdict
 from rigspark_gui.core.plan import PathName, PathPlan, Plan, RankedModel, RankVerdict, Suggestion
 from rigspark_gui.core.serving import GpuBudget, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
@@ -63,6 +63,14 @@ def auto_rule(s: PlanSettings) -> str:
     return "Auto: best quality that fits"
 
 
+def short_basis(basis: str) -> str:
+    """A measurement's basis in one short clause for the screen: what was measured, without
+    the sources and caveats (`--json`, the report and the tooltips keep the whole basis)."""
+    cut = min((i for i in (basis.find(" ("), basis.find("; ")) if i >= 0), default=len(basis))
+    short = basis[:cut].rstrip()
+    return short if cut == len(basis) else f"{short}; source in --json"
+
+
 def format_plan(plan: Plan) -> str:
     head = f"Plan for {plan.model_name} ({settings_line(plan.settings, plan.unified_memory)})"
     lines = [head, ""]
@@ -80,7 +88,7 @@ def format_plan(plan: Plan) -> str:
         if rec.choice:
             lines.append(f"  {rec.choice}")
         if rec.quality is not None:
-            lines.append(f"  Quality: {rec.quality.label} ({rec.quality.basis})")
+            lines.append(f"  Quality: {rec.quality.label} ({short_basis(rec.quality.basis)})")
         if len(rec.ladder) > 1:
             rungs = ", ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in rec.ladder)
             lines.append(f"  Fits on this path: {rungs}")
@@ -183,6 +191,11 @@ def format_loads(loads: tuple[DeviceLoad, ...]) -> str:
             f" {human_bytes(d.compute_bytes):>9} {human_bytes(d.reserve_bytes):>9}"
             f" {human_bytes(d.total_bytes):>9} {human_bytes(d.capacity_bytes):>9}"
             f"  {d.verdict.value}"
+        )
+    if any(d.verdict is Verdict.OVER and d.total_bytes <= d.capacity_bytes for d in loads):
+        rows.append(
+            f"  (over: past {1 - HEADROOM:.0%} of capacity less reserve; "
+            f"{HEADROOM:.0%} is kept free)"
         )
     return "\n".join(rows)
 

@@ -7,7 +7,7 @@ so the bar never relies on colour alone.
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from rigspark_gui.core.placement import DeviceLoad, Verdict
@@ -104,6 +104,17 @@ class CapacityBar(QWidget):
     def text(self) -> str:
         return self._label.text()
 
+    def _keep_lines(self) -> None:
+        """The text keeps the height of its wrapped lines: a squeezed lane shortens its
+        layer list, never this line (which would then overprint the strip below)."""
+        height = self._label.heightForWidth(max(self.width(), 1))
+        if height > 0 and self._label.minimumHeight() != height:
+            self._label.setMinimumHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._keep_lines()
+
     @property
     def overcommitted(self) -> bool:
         return self._load is not None and self._load.verdict is Verdict.OVER
@@ -113,6 +124,7 @@ class CapacityBar(QWidget):
         self._bar.set_load(load)
         text = load_text(load) if load else "no load"
         self._label.setText(text)
+        self._keep_lines()
         over = load is not None and load.verdict is Verdict.OVER
         self._label.setStyleSheet(
             f"color: {OVER_COLOUR.name()}; font-weight: bold;" if over else ""

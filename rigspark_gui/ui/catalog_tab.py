@@ -28,6 +28,7 @@ from rigspark_gui.core.chart_spec import COLOURS
 from rigspark_gui.core.plan import RankedModel, RankVerdict, rank_models
 from rigspark_gui.core.units import gib, param_text, speed_text
 from rigspark_gui.ui.background import run_in_background
+from rigspark_gui.ui.content_fit import ColumnFit
 from rigspark_gui.ui.session import PlannerSession
 from rigspark_gui.ui.word_filter import WordFilterProxy
 
@@ -90,6 +91,8 @@ class RankingModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if c == 5 and r.quality:
                 return r.quality
+            if c == 0:
+                return "\n".join(x for x in (r.name, r.note or r.model_id) if x)
             return r.note or r.model_id
         if role == Qt.ItemDataRole.ForegroundRole and c == 3:
             colour = {
@@ -142,8 +145,14 @@ class CatalogTab(QWidget):
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.view.verticalHeader().setVisible(False)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.view.horizontalHeader().setStretchLastSection(True)
+        # one line per model, no sideways scrolling: every column fits its text but the
+        # name, family and quantization, which give up width when the window is narrow
+        # (elided; the name and quality are whole in their tooltips)
+        header = self.view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.columns = ColumnFit(self.view, wrap=False, shrink={0: 120, 1: 50, 5: 100})
+        self.model.modelReset.connect(self.columns.refit)
         self.view.doubleClicked.connect(self._on_open)
         self.view.activated.connect(self._on_open)
         self.status = QLabel("Ranking appears once the rig is known.")

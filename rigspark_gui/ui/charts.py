@@ -15,13 +15,14 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QResizeEvent
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen, QResizeEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from rigspark_gui.core.chart_spec import COLOURS, SEGMENT_LABELS, FitChart, SpeedChart
 
 __all__ = ["COLOURS", "FitChartWidget", "SpeedChartWidget"]
 STATUS_TEXT = {"fits": "✓ fits", "tight": "⚠ tight", "over": "✗ does not fit"}
+LABEL_SHARE = 0.6  # a bar's label breaks onto more lines past this share of the plot
 
 
 def _is_dark(widget: QWidget) -> bool:
@@ -94,6 +95,10 @@ class PlotWidget(QWidget):
         layout.addWidget(self.legend_label)
         layout.addWidget(self.plot)
         self._apply_palette()
+        # the plot area settles after the widget (its axis widens for longer row
+        # labels): labels are fitted again to the width it ends up with
+        self._view_px = 0.0
+        self.plot.getViewBox().sigResized.connect(self._on_view_resized)
 
     def set_legend(self, entries: list[tuple[str, str, bool]]) -> None:
         """(colour, label, dashed outline) per entry, as a line of swatches."""
@@ -164,6 +169,14 @@ class PlotWidget(QWidget):
             x += step
         self.grid.set_rects(lines)
 
+    def _on_view_resized(self, *_args: object) -> None:
+        width = self.plot.getViewBox().width()
+        spec = getattr(self, "spec", None)
+        if spec is not None and width != self._view_px:
+            self._view_px = width
+            self._x_top = None
+            self.show_chart(spec)  # type: ignore[attr-defined]
+
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         # labels keep their pixel size: a new width needs a new x range to hold them
@@ -174,13 +187,19 @@ class PlotWidget(QWidget):
 
     def _room_for(self, labels: list[tuple[float, pg.TextItem]], minimum: float) -> float:
         """An x range wide enough that every label, drawn at a fixed pixel size from its
-        data position, ends inside the plot: R = x / (1 - label px / plot px)."""
+        data position, ends inside the plot: R = x / (1 - label px / plot px). A label
+        wider than LABEL_SHARE of the plot breaks onto more lines first."""
         # the plot widget's own width less its y axis: the view box itself is laid out
         # lazily and can still hold the previous size here
         axis = self.plot.getPlotItem().getAxis("left")
-        width_px = max(self.plot.width() - axis.width() - 12, 120)
+        width_px = self.plot.width() - axis.width() - 12
+        view_px = self.plot.getViewBox().width()
+        if view_px > 0:  # whichever is narrower: one of them can be a step behind
+            width_px = min(width_px, view_px)
+        width_px = max(width_px, 120)
         top = minimum
         for x, item in labels:
+            _wrap_label(item, LABEL_SHARE * width_px)
             share = (item.boundingRect().width() * 1.05 + 20) / width_px
             if share < 0.9:
                 top = max(top, x / (1 - share))
@@ -224,9 +243,27 @@ class _ItemPool:
 
 
 def _set_label(item: pg.TextItem, text: str, colour: str) -> None:
-    if (item.toPlainText(), getattr(item, "_colour", None)) != (text, colour):
+    if (getattr(item, "_full", None), getattr(item, "_colour", None)) != (text, colour):
         item.setText(text, color=colour)
+        item._full = text  # type: ignore[attr-defined]
         item._colour = colour  # type: ignore[attr-defined]
+
+
+def _wrap_label(item: pg.TextItem, max_px: float) -> None:
+    """Break a label at its ' · ' and double-space seams so that each line fits in
+    `max_px` (a label that fits stays on one line)."""
+    full = getattr(item, "_full", None) or item.toPlainText()
+    metrics = QFontMetricsF(item.textItem.font())
+    pieces = [p for chunk in full.split("  ") for p in chunk.split(" · ")]
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} · {piece}") <= max_px:
+            lines[-1] = f"{lines[-1]} · {piece}"
+        else:
+            lines.append(piece)
+    text = full if metrics.horizontalAdvance(full) <= max_px else "\n".join(lines)
+    if item.toPlainText() != text:
+        item.setText(text, color=getattr(item, "_colour", None))
 
 
 def _label(fg: str) -> pg.TextItem:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from PySide6.QtCore import QEvent, QObject, Qt, Slot
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
@@ -18,11 +21,40 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.catalog.gpu_database import GpuDatabase, GpuSpec
-from rigspark_gui.core.rig import GIB
+from rigspark_gui.core.rig import GIB, Vendor
 
 MAX_GPUS_AT_ONCE = 16
 # Keys the search box hands to the list, so the hand never leaves the keyboard row.
 _LIST_KEYS = {Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_PageUp, Qt.Key.Key_PageDown}
+
+
+# Vendors in the order the list shows them; any other after these.
+VENDOR_ORDER = (Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL, Vendor.APPLE)
+# The maker's name a board's name starts with: left out when sorting, so NVIDIA's
+# "Tesla P40" sits among its "NVIDIA …" boards by what follows.
+_MAKER = re.compile(r"^(nvidia|amd|intel(\(r\))?|apple)\s+", re.IGNORECASE)
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """A name's sort key with its numbers compared as numbers, the maker's name dropped
+    and case ignored: "RTX 3060" < "RTX 3060 Ti" < "RTX 3090" < "RTX 4090", "P4" < "P40"
+    < "P100", "M1 Max" < "M2"."""
+    parts = _DIGITS.split(_MAKER.sub("", name.strip()).casefold())
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+
+
+def picker_order(gpus: Sequence[GpuSpec]) -> list[int]:
+    """Positions of `gpus` in the order the picker lists them: by vendor (NVIDIA, AMD,
+    Intel, Apple, then the rest), then naturally by name (families and generations
+    group, numbers ascend), whatever order the database keeps them in."""
+
+    def key(i: int) -> tuple[int, tuple[str | int, ...], str]:
+        spec = gpus[i]
+        rank = VENDOR_ORDER.index(spec.vendor) if spec.vendor in VENDOR_ORDER else len(VENDOR_ORDER)
+        return rank, natural_key(spec.name), spec.name
+
+    return sorted(range(len(gpus)), key=key)
 
 
 def spec_summary(spec: GpuSpec) -> str:
@@ -55,7 +87,8 @@ class GpuPickerDialog(QDialog):
         self.gpu_list = QListWidget(self)
         self.gpu_list.setAlternatingRowColors(True)
         self.gpu_list.setToolTip("GPUs in the spec database; figures are from each entry's source")
-        for position, spec in enumerate(database.gpus):
+        for position in picker_order(database.gpus):
+            spec = database.gpus[position]
             item = QListWidgetItem(f"{spec.name}\n    {spec_summary(spec)}")
             item.setData(Qt.ItemDataRole.UserRole, position)
             item.setToolTip(f"{spec.name}\nSource: {spec.source}")

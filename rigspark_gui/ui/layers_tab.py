@@ -97,10 +97,12 @@ class LayersTab(QWidget):
         for e in Engine:
             self.engine_combo.addItem(e.label, e.value)
         self.engine_combo.setAccessibleName("launch engine")
-        self.command_text = QPlainTextEdit(self)
+        from rigspark_gui.ui.content_fit import FittedTextEdit
+
+        # as tall as the whole recipe (a scroll bar past 14 lines, or in a short window)
+        self.command_text = FittedTextEdit(self, max_lines=14)
         self.command_text.setReadOnly(True)
         self.command_text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.command_text.setMaximumHeight(90)
         self.command_text.setAccessibleName("launch command")
         self.copy_button = QPushButton("Copy", self)
         self.command_notes = QLabel("", self)
@@ -500,6 +502,12 @@ class LayersTab(QWidget):
 
     def _show_command(self) -> None:
         cmd = self._current_command()
+        said = self.message.text()  # "Copied the … command." names what is shown, or goes
+        shown = (self.engine_combo.currentText(), self.command_text.toPlainText())
+        if said.startswith("Copied the ") and (
+            said != f"Copied the {shown[0]} command." or cmd is None or cmd.text != shown[1]
+        ):
+            self.message.clear()
         if cmd is None:
             self.command_text.setPlainText("")
             self.command_notes.setText("")

@@ -38,7 +38,7 @@ from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.plan import Plan
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings, settings_values
+from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.identity import APP_NAME
 from rigspark_gui.resources import data_file
@@ -51,8 +51,11 @@ from rigspark_gui.ui.model_imports import ModelImports
 from rigspark_gui.ui.paths_tab import PathsTab
 from rigspark_gui.ui.plan_choices import save_choices, saved_model, saved_settings
 from rigspark_gui.ui.plan_reports import PlanReports
+from rigspark_gui.ui.rig_rows import plain_note
 from rigspark_gui.ui.session import PlannerSession
-from rigspark_gui.ui.window_menus import build_menus
+from rigspark_gui.ui.what_if import WhatIfSuggestions
+from rigspark_gui.ui.window_menus import build_menus, follow_tabs
+from rigspark_gui.ui.window_shortcuts import WindowShortcuts
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import (
@@ -79,6 +82,10 @@ class MainWindow(QMainWindow):
     save_rig_action: QAction
     bandwidth_action: QAction
     calibrate_action: QAction
+    undo_action: QAction
+    redo_action: QAction
+    view_actions: list[QAction]  # one per tab, in tab order
+    window_actions: list[QAction]  # File, View and Help: they work from any focus
     numbers_action: QAction
     shortcuts_action: QAction
     # The dialogs last opened, set where they open (window_menus, model_imports, plan_reports):
@@ -101,8 +108,9 @@ class MainWindow(QMainWindow):
         # a detected machine measures its RAM bandwidth by itself when none is known yet
         self.auto_bandwidth = detect_on_start
         self.setWindowTitle(APP_NAME)
-        self.resize(1400, 860)
-        self.setMinimumSize(1024, 700)
+        from rigspark_gui.ui.window_geometry import fit_to_screen
+
+        fit_to_screen(self)  # 1400×860, or the screen's available area if smaller
         self.qsettings = settings or QSettings()
         self.database = self._load_database()
         catalog_specs, perf = self._load_catalog()
@@ -164,7 +172,7 @@ class MainWindow(QMainWindow):
 
         self.models = ModelImports(self)
         self.reports = PlanReports(self)
-        build_menus(self)
+        build_menus(self)  # after the rig panel: Edit ▸ Undo acts on its rig's history
         self.session.plan_changed.connect(self._on_plan_changed)
         self.session.plan_failed.connect(self._on_plan_failed)
         self.session.model_changed.connect(lambda _s: self._save_choices())
@@ -177,14 +185,9 @@ class MainWindow(QMainWindow):
         self.rig_panel.redetect_requested.connect(self.start_detection)
 
         self._after_first_paint: list[Callable[[], None]] = []
-        self._applied: tuple[PlanSettings, Rig, str] | None = None
-        self._suggest_key: object = None
-        self._suggest_timer = QTimer(self)
-        self._suggest_timer.setSingleShot(True)
-        self._suggest_timer.setInterval(300)
-        self._suggest_timer.timeout.connect(self._suggest_now)
-        self.paths_tab.suggestion_chosen.connect(self.apply_suggestion)
-        self.paths_tab.undo_requested.connect(self.undo_suggestion)
+        self.what_if = WhatIfSuggestions(self)
+        # File, View and Help shortcuts work from any field (a line edit claims Ctrl+E)
+        self.shortcut_keeper = WindowShortcuts(self, self.window_actions)
         self._restore_choices()
         self.models.restore_imported()
         self._restore_layout()
@@ -261,7 +264,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             f"Detected {gpus} GPU{'s' if gpus != 1 else ''} and "
             f"{rig.ram_total_bytes / (1 << 30):.0f} GiB RAM"
-            + (f" — {rig.notes[0]}" if rig.notes else "")
+            + (f" — {plain_note(rig.notes[0])}" if rig.notes else "")
             + ("" if rig.cpu.memory_bandwidth_gbps else " — measuring RAM bandwidth…"),
             10000,
         )
@@ -359,70 +362,16 @@ class MainWindow(QMainWindow):
         rig_notes = set(self.session.rig.notes) if self.session.rig is not None else set()
         self.paths_tab.show_plan(plan, warnings=[n for n in plan.notes if n not in rig_notes])
         self._refresh_visible_tab()
-        self._suggest_timer.start()  # after the controls settle: it plans a few variants
+        self.what_if.schedule()  # after the controls settle: it plans a few variants
 
     # ------------------------------------------------------------ what would it take
-    def _suggest_now(self) -> None:
-        from rigspark_gui.catalog.quality import load_quality
-        from rigspark_gui.core.plan import suggest
-
-        spec, rig, s, perf = (
-            self.session.spec,
-            self.session.rig,
-            self.session.settings,
-            self.session.perf,
-        )
-        if spec is None or rig is None:
-            return
-        key = (spec.id, rig, s)
-        self._suggest_key = key
-
-        def work() -> tuple[Plan, object]:
-            from rigspark_gui.core.plan import plan
-
-            full = plan(spec, rig, s, perf)  # with every path's ladder
-            return full, suggest(spec, rig, s, perf, load_quality())
-
-        def done(result: tuple[Plan, object]) -> None:
-            if self._suggest_key != key:  # the inputs have moved on since
-                return
-            full, ideas = result
-            notes = set(rig.notes)
-            self.paths_tab.show_plan(full, warnings=[n for n in full.notes if n not in notes])
-            self.paths_tab.show_suggestions(ideas, self._undo_text())  # type: ignore[arg-type]
-
-        def failed(err: Exception, _details: str) -> None:
-            self.paths_tab.show_suggestions((), self._undo_text())
-
-        run_in_background(self, work, done, failed)
-
-    def _undo_text(self) -> str:
-        return f"Applied: {self._applied[2]}." if self._applied is not None else ""
-
     def apply_suggestion(self, idea: object) -> None:
-        """One click: the change a suggestion names, undoable from the same line."""
-        from rigspark_gui.core.plan import Suggestion, rig_after
-
-        assert isinstance(idea, Suggestion)
-        rig = self.session.rig
-        if rig is None:
-            return
-        self._applied = (self.session.settings, rig, idea.change)
-        if idea.rig_change:
-            self.rig_panel.use_rig(rig_after(rig, idea.rig_change), f"a what-if: {idea.change}")
-        if idea.settings:
-            self.session.update_settings(**idea.settings)
-        self.statusBar().showMessage(f"Applied: {idea.change} (Undo beside the suggestions)", 8000)
+        """Apply a suggestion as one undoable step: see `WhatIfSuggestions.apply`."""
+        self.what_if.apply(idea)
 
     def undo_suggestion(self) -> None:
-        if self._applied is None:
-            return
-        settings, rig, _what = self._applied
-        self._applied = None
-        if rig != self.session.rig:
-            self.rig_panel.use_rig(rig, "the rig from before the suggestion")
-        self.session.update_settings(**settings_values(settings))
-        self.statusBar().showMessage("Undone.", 5000)
+        """The Undo link beside the suggestions: see `WhatIfSuggestions.undo`."""
+        self.what_if.undo()
 
     def _on_plan_failed(self, message: str) -> None:
         self.problem.setText(message)
@@ -430,6 +379,7 @@ class MainWindow(QMainWindow):
         self.controls.show_settings(self.session.settings)
 
     def _on_tab_changed(self, _i: int) -> None:
+        follow_tabs(self)
         self._refresh_visible_tab()
 
     def _refresh_visible_tab(self) -> None:
@@ -440,6 +390,9 @@ class MainWindow(QMainWindow):
         index = self.tabs.indexOf(self.serving_tab)
         if self.tabs.isTabVisible(index) != serving:
             self.tabs.setTabVisible(index, serving)
+            follow_tabs(self)  # View ▸ Serving only while the tab is there
+            if not serving:
+                self.serving_tab.show_plan(plan)  # its empty state, not the last server's
         current = self.tabs.currentWidget()
         if current is self.serving_tab:
             self.serving_tab.show_plan(plan)
@@ -504,17 +457,19 @@ class MainWindow(QMainWindow):
         self.session.set_model(saved_model(self.qsettings, self.session))
 
     def _restore_layout(self) -> None:
+        from rigspark_gui.ui.window_geometry import DockShare, clamp_to_screen
+
         geometry = self.qsettings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
+            clamp_to_screen(self)  # saved on a larger screen, or with another layout
         state = self.qsettings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        else:
-            # first start: room for memory and bandwidth with their basis, once shown
-            QTimer.singleShot(
-                0, lambda: self.resizeDocks([self.rig_dock], [400], Qt.Orientation.Horizontal)
-            )
+        # the rig dock keeps room for its columns (bandwidth too); the tabs get the rest
+        self.dock_share = DockShare(self, self.rig_dock)
+        if not isinstance(state, QByteArray):
+            QTimer.singleShot(0, self.dock_share.apply)  # first start, once shown
         tab = self.qsettings.value("window/tab")
         if tab is not None and str(tab).isdigit() and self.tabs.isTabVisible(int(str(tab))):
             self.tabs.setCurrentIndex(int(str(tab)))
@@ -529,7 +484,7 @@ class MainWindow(QMainWindow):
         self.qsettings.setValue("window/state", self.saveState())
         self.qsettings.setValue("window/tab", self.tabs.currentIndex())
         # a rig opened from a file opens again next time (detection still runs beside it)
-        open_rig = self.rig_panel.open_path if self.rig_panel.is_edited() else None
+        open_rig = self.rig_panel.open_path
         self.qsettings.setValue("rig/open", str(open_rig) if open_rig else "")
         self._save_choices()
         self.qsettings.sync()

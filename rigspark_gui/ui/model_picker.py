@@ -2,9 +2,13 @@
 
 An editable QComboBox whose completer filters on every typed word (in any order) over
 "family name size MoE context"; items are grouped by family under disabled headers.
+A name typed and entered that is no item is read as the CLI reads one (an Ollama tag, a
+Hugging Face id...); one that names no model is said in the window's words.
 """
 
 from __future__ import annotations
+
+import re
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
@@ -18,6 +22,9 @@ from rigspark_gui.core.units import param_text, tokens
 from rigspark_gui.ui.word_filter import WordFilterProxy
 
 LOCAL_FAMILY = "On this computer"
+# The resolver's pointer to the CLI's model list, in its messages: the window has its own.
+_CLI_POINTER = re.compile(r";?\s*`rigspark-plan [^`]*`[^;()]*$")
+WINDOW_POINTER = "pick one from the list as you type, or File ▸ Import model… for a file"
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -34,6 +41,16 @@ def describe(spec: ModelSpec) -> str:
     if spec.imported:
         bits.append("imported")
     return "  ·  ".join(bits)
+
+
+def window_message(message: str) -> str:
+    """A resolver message (worded for the command line) as the window says it: one line,
+    no command to run, and what to do here instead."""
+    text = " ".join(message.split())
+    pointed = _CLI_POINTER.sub("", text)
+    if pointed != text:
+        text = f"{pointed}: {WINDOW_POINTER}"
+    return text[:1].upper() + text[1:]
 
 
 class _WordFilter(WordFilterProxy):
@@ -125,12 +142,19 @@ class ModelPicker(QComboBox):
         text = self.lineEdit().text().strip()
         if not text or text == self.itemText(self.currentIndex()):
             return
+        # A completion chosen with the arrow keys puts its item's text in the field and
+        # Enter reaches the field too: that text names its item, not a model to look up.
+        row = self.findText(self.lineEdit().text(), Qt.MatchFlag.MatchExactly)
+        model_id = self._items.item(row).data(ID_ROLE) if row >= 0 else None
+        if model_id:
+            self._pick(str(model_id))
+            return
         from rigspark_gui.catalog.resolve import resolve
 
         try:
             found = resolve(self._specs, text)
         except RigSparkError as err:
-            self.not_found.emit(str(err))
+            self.not_found.emit(window_message(str(err)))
             return
         self.select(found.spec.id)
         self._filter.set_query("")
@@ -144,6 +168,10 @@ class ModelPicker(QComboBox):
     def _on_completer_activated(self, index: QModelIndex) -> None:
         model_id = index.data(ID_ROLE)
         if model_id:
-            self.select(str(model_id))
-            self._filter.set_query("")
-            self.model_picked.emit(str(model_id))
+            self._pick(str(model_id))
+
+    def _pick(self, model_id: str) -> None:
+        """The model of a chosen item: shown, the list unfiltered, and planned."""
+        self.select(model_id)
+        self._filter.set_query("")
+        self.model_picked.emit(model_id)

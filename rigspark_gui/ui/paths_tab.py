@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from rigspark_gui.ui.charts import FitChartWidget, SpeedChartWidget
 from rigspark_gui.report.text import auto_rule, path_label
 from rigspark_gui.ui.chart_slot import ChartSlot
+from rigspark_gui.ui.content_fit import ColumnFit
 from rigspark_gui.ui.steady_label import SteadyLabel
 
+MIN_CHARTS_PX = 200  # the charts keep this much height when the table takes its rows
 COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
 
 
@@ -56,6 +58,19 @@ def ladder_tip(p: PathPlan) -> str:
     return "\nFits on this path (best quality first):\n" + "\n".join(lines)
 
 
+def ladder_chips(p: PathPlan, chip_colour: str) -> str:
+    """The path's ladder as a line of chips at the normal font size (rich text): each
+    quantization that fits with its decode speed, best quality first, the chosen one
+    bold. Chips break between each other, never inside one."""
+    chips = []
+    for o in p.ladder:
+        text = escape(f"{o.quant} {speed_text(o.tok_s)}").replace(" ", "&nbsp;")
+        if o.quant == p.quant:
+            text = f"<b>{text}</b>"
+        chips.append(f"<span style='background-color:{chip_colour}'>&nbsp;{text}&nbsp;</span>")
+    return "Fits on this path, best quality first: " + " &nbsp;".join(chips)
+
+
 def _fit_widget() -> FitChartWidget:
     from rigspark_gui.ui.charts import FitChartWidget
 
@@ -75,6 +90,9 @@ class PathsTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.summary = SteadyLabel()
+        # every quantization that fits on the recommended path, as chips
+        self.ladder = SteadyLabel()
+        self.ladder.hide()
         # what would it take: a few changes that buy a better quantization, one click each
         self.suggestions = QLabel()
         self.suggestions.setWordWrap(True)
@@ -95,6 +113,9 @@ class PathsTab(QWidget):
         # every row again on each changed cell, as ResizeToContents does, cost a frame
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # no sideways scrolling: long cells wrap at spaces, with the full text as tooltip
+        self.columns = ColumnFit(self.table)
+        self.columns.fitted.connect(self._fit_table_height)
         # the charts are built once the window is on screen (see ChartSlot)
         self._fit_spec: FitChart | None = None
         self._speed_spec: SpeedChart | None = None
@@ -108,8 +129,14 @@ class PathsTab(QWidget):
         split.addWidget(charts)
         split.addWidget(self.table)
         split.setSizes([300, 200])
+        # the table is as tall as its rows until the user moves the divider
+        self.split = split
+        self._split_by_hand = False
+        split.splitterMoved.connect(self._on_split_splitter_moved)
+        split.installEventFilter(self)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
+        layout.addWidget(self.ladder)
         layout.addWidget(self.suggestions)
         layout.addWidget(split, 1)
 
@@ -173,11 +200,10 @@ class PathsTab(QWidget):
             )
             if p.choice:
                 text += f"<br>{escape(p.choice)}."
-            if len(p.ladder) > 1:
-                rungs = " · ".join(f"{o.quant} {speed_text(o.tok_s)}" for o in p.ladder)
-                text += f"<br><small>Fits on this path: {escape(rungs)}</small>"
+            self._show_ladder(p)
             self.summary.setToolTip(auto_rule(plan.settings))
         else:
+            self._show_ladder(None)
             text = (
                 f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
                 "on any path."
@@ -196,7 +222,42 @@ class PathsTab(QWidget):
         for r, p in enumerate(plan.paths):
             changed |= self._fill_row(r, p, rec is p.path)
         if changed:
-            self.table.resizeColumnsToContents()
+            self.columns.refit()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.split and event.type() == QEvent.Type.Resize:
+            QTimer.singleShot(0, self, self._fit_table_height)  # once the splitter is sized
+        return super().eventFilter(watched, event)
+
+    def _on_split_splitter_moved(self, _pos: int, _index: int) -> None:
+        self._split_by_hand = True
+
+    def _fit_table_height(self) -> None:
+        """Every path's row in view, the charts above taking the rest (at least
+        MIN_CHARTS_PX): the table neither scrolls nor stands half empty."""
+        total = sum(self.split.sizes())
+        if self._split_by_hand or total <= 0:
+            return
+        rows = self.table.verticalHeader()
+        needed = sum(rows.sectionSize(r) for r in range(self.table.rowCount()))
+        needed += 2 * self.table.frameWidth() + self.table.horizontalHeader().height() + 2
+        table = max(min(needed, total - MIN_CHARTS_PX), min(needed, total // 3))
+        if self.split.sizes()[1] != table:
+            self.split.setSizes([total - table, table])
+
+    def _show_ladder(self, p: PathPlan | None) -> None:
+        """The recommended path's ladder as chips. The line stays while a path is
+        recommended (the quick plan knows its choice only; the full ladder follows), so
+        a change of context does not move the layout."""
+        if p is None or not p.ladder:
+            self.ladder.setVisible(False)
+            return
+        chip = self.palette().color(QPalette.ColorRole.AlternateBase)
+        if chip == self.palette().color(QPalette.ColorRole.Base):
+            chip = self.palette().color(QPalette.ColorRole.Midlight)
+        self.ladder.setText(ladder_chips(p, chip.name()))
+        self.ladder.setToolTip(ladder_tip(p).strip())
+        self.ladder.setVisible(True)
 
     def _fill_row(self, r: int, p: PathPlan, recommended: bool) -> bool:
         """Fill one row; True when a cell's text changed (the columns may need to grow)."""
@@ -236,7 +297,7 @@ class PathsTab(QWidget):
             (prefill_text(p), p.prefill.basis),
             (
                 p.reason.words if p.reason else "",
-                f"what limits this path ({p.reason.value})" if p.reason else "",
+                f"{p.reason.words}: what limits this path ({p.reason.value})" if p.reason else "",
             ),
         ]
         changed = False

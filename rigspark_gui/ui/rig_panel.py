@@ -1,10 +1,12 @@
 """The rig panel: the detected machine, each figure with its basis, and what-if edits.
 
-The panel owns two rigs: the detected one (set by the window after detection, which
+The panel shows two rigs: the detected one (set by the window after detection, which
 runs off the GUI thread) and the current one the plan is made for. Every edit builds a
-new frozen `Rig`; the panel never computes plan figures itself. It also keeps the rig
-files: open, save and the recent list. Its controls are laid out in rig_panel_widgets.py
-and its device rows drawn by rig_rows.py.
+new frozen `Rig`; the panel never computes plan figures itself. The rigs, where the
+current one came from and its undo history live in its `RigDocument` (rig_document.py);
+every edit here is one command on it. The panel also keeps the rig files: open, save and
+the recent list. Its controls are laid out in rig_panel_widgets.py and its device rows
+drawn by rig_rows.py.
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ from rigspark_gui.formats.jsonable import fields_of, jsonable
 from rigspark_gui.resources import data_file
 from rigspark_gui.ui import dialogs
 from rigspark_gui.ui.gpu_picker_dialog import GpuPickerDialog
+from rigspark_gui.ui.rig_document import (
+    RigDocument,
+    RigOrigin,
+    RigState,
+    badge_text,
+    source_text,
+)
 from rigspark_gui.ui.rig_panel_widgets import MAX_RESERVE_MIB, RigPanelWidgets
-from rigspark_gui.ui.rig_rows import COL_DEVICE, add_device_rows
+from rigspark_gui.ui.rig_rows import COL_DEVICE, add_device_rows, plain_note
 
 RECENT_KEY = "rig/recent"
 MAX_RECENT = 8
@@ -46,12 +55,6 @@ _PLACEHOLDER = Rig(
     ram_total_bytes=0,
     provenance={"ram_total_bytes": Provenance(basis=Basis.UNKNOWN, source="detection has not run")},
 )
-
-
-def _plain(rig: Rig) -> Rig:
-    """`rig` without the edited flag and its name, to compare what the rigs describe
-    (this machine saved to a file and opened again is no what-if)."""
-    return replace(rig, edited=False, name="")
 
 
 def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
@@ -113,8 +116,7 @@ class RigPanel(RigPanelWidgets):
             database, database_note = _load_default_database()
         self._database = database
         self._settings = settings if settings is not None else QSettings()
-        self._detected: Rig | None = None
-        self._rig = _PLACEHOLDER
+        self.document = RigDocument(_PLACEHOLDER, self)
         self.picker: GpuPickerDialog | None = None
         self._connect()
         self._refresh()
@@ -125,32 +127,45 @@ class RigPanel(RigPanelWidgets):
     # -- public API ------------------------------------------------------------
 
     def rig(self) -> Rig:
-        return self._rig
+        return self.document.rig
 
     def detected_rig(self) -> Rig | None:
-        return self._detected
+        return self.document.detected
 
-    open_path: Path | None = None  # the rig file the current rig came from, if any
+    @property
+    def open_path(self) -> Path | None:
+        """The rig file the current rig came from (opened, or opened and edited), if any."""
+        return self.document.state.path
 
     def is_edited(self) -> bool:
-        return self._rig.edited
+        """Whether the current rig differs from the detected machine (a what-if)."""
+        return self.document.rig.edited
 
     def database(self) -> GpuDatabase:
         return self._database
 
     def set_detected(self, rig: Rig) -> None:
-        """Take a fresh detection; it becomes current unless the user has edits."""
-        self._detected = replace(rig, edited=False)
-        if self._rig.edited:
-            # Keep the user's what-if rig; only its comparison with detection changes.
-            self._set_current(self._marked(self._rig))
-            self.status_label.setText(
-                "Detection finished; your edits are kept. "
-                "“Reset to detected” uses the new detection."
-            )
-        else:
-            self._set_current(self._detected)
+        """Take a fresh detection; it becomes current unless the user opened, edited or
+        chose another rig."""
+        if self.document.detect(rig):
             self.status_label.setText("Detection finished.")
+            return
+        # The user's rig is kept; only its comparison with detection changes.
+        state = self.document.state
+        kept = (
+            f"the rig from {state.path.name} is kept"
+            if state.origin is RigOrigin.FILE and state.path is not None
+            else "your edits are kept"
+            if state.origin is RigOrigin.EDITED
+            else "the rig you chose is kept"
+        )
+        self.status_label.setText(
+            f"Detection finished; {kept}. “Reset to detected” uses the new detection."
+        )
+
+    def note(self, text: str) -> None:
+        """Say in the panel what just happened to the rig."""
+        self.status_label.setText(text)
 
     @Slot(bool)
     def set_detecting(self, running: bool) -> None:
@@ -160,27 +175,29 @@ class RigPanel(RigPanelWidgets):
             self.status_label.setText("Detecting hardware…")
 
     def add_gpus(self, spec: GpuSpec, count: int = 1) -> None:
-        start = len(self._rig.gpus)
+        rig = self.rig()
+        start = len(rig.gpus)
         added = tuple(gpu_from_spec(spec, start + i) for i in range(max(count, 0)))
         if added:
-            self._edit(gpus=_reindexed((*self._rig.gpus, *added)))
+            what = f"{len(added)} × {spec.name}" if len(added) > 1 else spec.name
+            self._edit(f"Add {what}", gpus=_reindexed((*rig.gpus, *added)))
             self._select_position(start + len(added) - 1)
 
     def remove_gpu(self, position: int) -> None:
-        gpus = list(self._rig.gpus)
+        gpus = list(self.rig().gpus)
         if not 0 <= position < len(gpus):
             return
         removed = gpus.pop(position)
-        notes = self._rig.notes
+        notes = self.rig().notes
         if not any(g.name == removed.name for g in gpus):
             # Notes about a board no longer in the rig would warn about nothing.
             notes = tuple(n for n in notes if removed.name not in n)
-        self._edit(gpus=_reindexed(gpus), notes=notes)
+        self._edit(f"Remove GPU {position}", gpus=_reindexed(gpus), notes=notes)
         if gpus:
             self._select_position(min(position, len(gpus) - 1))
 
     def set_ram_total_bytes(self, total: int) -> None:
-        rig = self._rig
+        rig = self.rig()
         total = max(int(total), 0)
         if total == rig.ram_total_bytes:
             return
@@ -194,10 +211,10 @@ class RigPanel(RigPanelWidgets):
             provenance["ram_available_bytes"] = Provenance(
                 basis=Basis.USER, source="RAM entered, less the memory in use when detected"
             )
-        self._edit(**updates)
+        self._edit(f"RAM {total / GIB:g} GiB", **updates)
 
     def set_gpu_reserve_bytes(self, position: int, reserve: int) -> None:
-        gpus = list(self._rig.gpus)
+        gpus = list(self.rig().gpus)
         if not 0 <= position < len(gpus) or gpus[position].reserve_bytes == reserve:
             return
         gpu = gpus[position]
@@ -206,18 +223,16 @@ class RigPanel(RigPanelWidgets):
             reserve_bytes=max(int(reserve), 0),
             provenance={**gpu.provenance, "reserve_bytes": _USER},
         )
-        self._edit(gpus=tuple(gpus))
+        self._edit(f"GPU {position} reserve {round(reserve / MIB)} MiB", gpus=tuple(gpus))
 
     def use_rig(self, rig: Rig, where: str) -> None:
-        """Make `rig` current (a what-if unless it is this machine), e.g. a report's."""
-        self.open_path = None
-        self._set_current(self._marked(rig))
+        """Make `rig` current (a what-if unless it is this machine), e.g. a report's; the
+        history of the rig before it is dropped."""
+        self.document.start(RigState(rig, RigOrigin.ELSEWHERE, where=where))
         self.status_label.setText(f"Using {where}.")
 
     def reset_to_detected(self) -> None:
-        if self._detected is not None:
-            self.open_path = None
-            self._set_current(self._detected)
+        if self.document.reset_to_detected():
             self.status_label.setText("Back to the detected rig.")
 
     def open_rig_file(self, path: Path | str) -> bool:
@@ -230,15 +245,15 @@ class RigPanel(RigPanelWidgets):
             if not path.exists():
                 self._forget_recent(path)
             return False
-        self._set_current(self._marked(rig))
+        # a new starting point: no undo brings the rig before it back over this one
+        self.document.start(RigState(rig, RigOrigin.FILE, path=path))
         self._remember_recent(path)
-        self.open_path = path
         self.status_label.setText(f"Opened {path.name}.")
         return True
 
     def save_rig_file(self, path: Path | str) -> bool:
         path = Path(path)
-        rig = self._rig
+        rig = self.rig()
         if rig.name in ("", DETECTED_NAME):
             # a saved rig is a machine of its own: name it after its file
             rig = replace(rig, name=path.stem)
@@ -248,7 +263,7 @@ class RigPanel(RigPanelWidgets):
             dialogs.show_error(self, "Cannot save rig", str(err))
             return False
         self._remember_recent(path)
-        self.open_path = path
+        self.document.saved_as(path)
         self.status_label.setText(f"Saved {path.name}.")
         return True
 
@@ -267,7 +282,7 @@ class RigPanel(RigPanelWidgets):
         if item is None:
             return None
         position = item.data(COL_DEVICE, Qt.ItemDataRole.UserRole)
-        if isinstance(position, int) and 0 <= position < len(self._rig.gpus):
+        if isinstance(position, int) and 0 <= position < len(self.rig().gpus):
             return position
         return None
 
@@ -275,6 +290,8 @@ class RigPanel(RigPanelWidgets):
 
     def _connect(self) -> None:
         """Each control to the slot that turns it into an edit of the rig."""
+        self.document.state_changed.connect(self._refresh)
+        self.document.rig_changed.connect(self.rig_changed)
         self.device_tree.currentItemChanged.connect(self._on_device_tree_current_item_changed)
         self.remove_action.triggered.connect(self._on_remove_button_clicked)
         self.add_button.clicked.connect(self._on_add_button_clicked)
@@ -288,38 +305,34 @@ class RigPanel(RigPanelWidgets):
 
     # -- state -----------------------------------------------------------------
 
-    def _marked(self, rig: Rig) -> Rig:
-        edited = self._detected is None or _plain(rig) != _plain(self._detected)
-        return rig if rig.edited == edited else replace(rig, edited=edited)
-
-    def _edit(self, **updates: Any) -> None:
-        """Apply a user edit: validate through the model, then mark it against detection."""
+    def _edit(self, text: str, **updates: Any) -> None:
+        """Apply a user edit: validate through the model, then push it as one command."""
         from rigspark_gui.formats.rig import read_rig  # pydantic: loaded on the first edit
 
         try:
-            rig = read_rig(jsonable({**fields_of(self._rig), **updates}))
+            rig = read_rig(jsonable({**fields_of(self.rig()), **updates}))
         except ValueError as err:
             dialogs.show_error(self, "Invalid rig", validation_message(err))
             self._refresh()
             return
         self.status_label.clear()  # an earlier "Detection finished" no longer describes it
-        self._set_current(self._marked(rig))
-
-    def _set_current(self, rig: Rig) -> None:
-        if rig == self._rig:
-            self._refresh()
-            return
-        self._rig = rig
-        self._refresh()
-        self.rig_changed.emit(rig)
+        self.document.edit(rig, text)
 
     def _refresh(self) -> None:
-        rig = self._rig
+        state = self.document.state
+        rig = state.rig
         position = self.selected_position()
         self.name_label.setText(rig.name or "Unnamed rig")
-        self.edited_badge.setVisible(rig.edited)
-        self.edited_badge.setText("Edited · what-if" if rig.edited else "")
-        self.reset_button.setEnabled(self._detected is not None and rig.edited)
+        badge = badge_text(state)
+        self.edited_badge.setText(badge)
+        self.edited_badge.setVisible(bool(badge))
+        source = source_text(state)
+        self.source_label.setText(source)
+        self.source_label.setToolTip(str(state.path) if state.path is not None else "")
+        self.source_label.setVisible(bool(source))
+        self.reset_button.setEnabled(
+            self.document.detected is not None and state.origin is not RigOrigin.DETECTED
+        )
 
         # Rows of the old rig must not drive the controls while the list is rebuilt.
         self.device_tree.blockSignals(True)
@@ -328,7 +341,8 @@ class RigPanel(RigPanelWidgets):
         self.device_tree.blockSignals(False)
 
         if rig.notes:
-            self.notes_label.setText("\n".join(f"⚠ Warning: {note}" for note in rig.notes))
+            warnings = (f"⚠ Warning: {plain_note(note)}" for note in rig.notes)
+            self.notes_label.setText("\n".join(warnings))
         self.notes_label.setVisible(bool(rig.notes))
 
         self.ram_spin.blockSignals(True)
@@ -356,7 +370,7 @@ class RigPanel(RigPanelWidgets):
         self.reserve_label.setText(f"{label} &reserve:")
         self.reserve_spin.blockSignals(True)
         if position is not None:
-            gpu = self._rig.gpus[position]
+            gpu = self.rig().gpus[position]
             # a reserve can hold back the whole card, not more
             limit = gpu.memory_total_bytes or gpu.memory_bytes
             self.reserve_spin.setMaximum(limit // MIB if limit else MAX_RESERVE_MIB)
@@ -443,7 +457,7 @@ class RigPanel(RigPanelWidgets):
         if value < MIN_RAM_GIB:
             # no machine plans anything in less; keep the rig and say why
             self.ram_spin.blockSignals(True)
-            self.ram_spin.setValue(self._rig.ram_total_bytes / GIB)
+            self.ram_spin.setValue(self.rig().ram_total_bytes / GIB)
             self.ram_spin.blockSignals(False)
             self.status_label.setText(f"RAM must be at least {MIN_RAM_GIB:g} GiB.")
             return
@@ -471,7 +485,7 @@ class RigPanel(RigPanelWidgets):
 
     @Slot()
     def _on_save_button_clicked(self) -> None:
-        stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in self._rig.name) or "rig"
+        stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.rig().name) or "rig"
         start = str(Path(self._start_dir()) / f"{stem}.json")
         path, _ = QFileDialog.getSaveFileName(self, "Save rig", start, RIG_FILE_FILTER)
         if path:

@@ -59,13 +59,20 @@ class RigPanelWidgets(QWidget):
             "QLabel { border: 1px solid palette(text); border-radius: 3px; padding: 1px 6px; }"
         )
         self.edited_badge.setToolTip(
-            "This what-if rig differs from the detected machine; "
-            "“Reset to detected” restores the detection"
+            "This what-if rig differs from the detected machine; Edit ▸ Undo takes an "
+            "edit back, “Reset to detected” restores the detection"
         )
         header = QHBoxLayout()
         header.addWidget(title)
         header.addWidget(self.name_label, 1)
         header.addWidget(self.edited_badge)
+        # where the rig comes from: this computer, a file (its path in the tooltip), a report
+        self.source_label = QLabel(self)
+        self.source_label.setTextFormat(Qt.TextFormat.PlainText)  # file names
+        source_font = QFont(self.source_label.font())
+        source_font.setItalic(True)
+        self.source_label.setFont(source_font)
+        self.source_label.setVisible(False)
 
         self.progress_bar = QProgressBar(self)
         self.progress_bar.setRange(0, 0)
@@ -188,6 +195,7 @@ class RigPanelWidgets(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(header)
+        layout.addWidget(self.source_label)
         layout.addWidget(self.progress_bar)
         layout.addWidget(devices_label)
         layout.addWidget(self.device_tree, 1)

@@ -4,6 +4,7 @@
 and system RAM; a rig of several hosts gets a heading per host with that host's devices
 under it. Every cell reads "figure · basis", and its tooltip gives the exact bytes and
 where the figure came from. The rows only show the rig; the panel (rig_panel.py) edits it.
+`plain_note` words a detection note for someone who has never heard of the driver's API.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rigspark_gui.core.rig import (
     Provenance,
     Rig,
 )
+from rigspark_gui.ui.rig_document import NO_DRIVER_NOTE
 
 COL_DEVICE, COL_MEMORY, COL_BANDWIDTH, COL_COMPUTE, COL_RESERVE = range(5)
 HEADERS = ("Device", "Memory", "Bandwidth", "Compute", "Reserve")
@@ -40,6 +42,15 @@ _HOST_ROW = -2  # a host heading, or a remote host's RAM: nothing to edit
 _NAME_PREFIXES = ("NVIDIA ", "GeForce ", "AMD ", "Radeon ", "Intel(R) ")
 # Marketing tails of CPU model strings ("16-Core Processor", "CPU @ 3.60GHz").
 _CPU_NOISE = re.compile(r"\s+\d+-Core Processor$|\s+(?:CPU\s+)?@\s*[\d.]+\s*GHz$|\s+Processor$")
+
+
+# Detection notes in the words of someone who does not know the probes' libraries.
+_PLAIN_NOTES = {NO_DRIVER_NOTE: "no NVIDIA driver found on this computer"}
+
+
+def plain_note(note: str) -> str:
+    """A rig note as the window shows it: without library names."""
+    return _PLAIN_NOTES.get(note, note)
 
 
 def _gib_number(n: int) -> str:

@@ -61,6 +61,10 @@ def engine_lines(sp: ServingPlan) -> str:
     return "<br>".join(lines)
 
 
+NOT_SERVING = "Choose vLLM or SGLang as the Backend to plan a server."
+NO_START = "No throughput to chart: the engine would not start with these settings."
+
+
 class ServingTab(QWidget):
     def __init__(self, session: PlannerSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -110,7 +114,7 @@ class ServingTab(QWidget):
         self.seqs.valueChanged.connect(lambda v: self._update(max_num_seqs=v or None))
         self.offload.valueChanged.connect(lambda v: self._update(cpu_offload_gb=v))
 
-        self.summary = QLabel("Choose vLLM or SGLang as the backend to plan a server.")
+        self.summary = QLabel(NOT_SERVING)
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -142,13 +146,12 @@ class ServingTab(QWidget):
         lb.addLayout(head)
         lb.addWidget(self.launch)
 
-        # what stands in the chart's place when the engine would not start
-        self.no_chart = QLabel(
-            "No throughput to chart: the engine would not start with these settings."
-        )
+        # what stands in the chart's place with no serving plan or an engine that would not
+        # start: a sentence, never an empty chart (its axes would run from -500 to 500)
+        self.no_chart = QLabel(NOT_SERVING)
         self.no_chart.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.no_chart.setEnabled(False)
-        self.no_chart.hide()
+        self.chart_slot.hide()  # built when there is a server to chart
         chart_box = QWidget()
         cb = QVBoxLayout(chart_box)
         cb.setContentsMargins(0, 0, 0, 0)
@@ -189,15 +192,19 @@ class ServingTab(QWidget):
         sp = plan.serving
         self.plan = sp
         if sp is None:
-            self.summary.setText("Choose vLLM or SGLang as the backend to plan a server.")
+            self.summary.setText(NOT_SERVING)
             self.table.setRowCount(0)
             self.launch.setPlainText("")
             if self.chart_slot.ready:
                 self.chart.clear_plan()
+            self.chart_slot.hide()
+            self.no_chart.setText(NOT_SERVING)
+            self.no_chart.show()
             return
         self.summary.setText(engine_lines(sp))
         self.chart.show_plan(sp)
         self.chart_slot.setVisible(bool(sp.concurrency))
+        self.no_chart.setText(NO_START)
         self.no_chart.setVisible(not sp.concurrency)
         self.table.setRowCount(len(sp.gpus))
         for r, b in enumerate(sp.gpus):

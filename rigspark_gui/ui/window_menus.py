@@ -1,10 +1,11 @@
 """The main window's menu bar, and the boxes its Help menu opens.
 
-`build_menus` adds the File menu (models, plan reports, rig files), the View menu (a
-shortcut per tab, hardware detection, RAM bandwidth, speed calibration) and the Help
-menu to a `MainWindow`, and keeps each action the window or its tests reach on the
-window (`window.export_action`...). File actions go to the window's `ModelImports` and
-`PlanReports`; the Help boxes are built here.
+`build_menus` adds the File menu (models, plan reports, rig files), the Edit menu (undo
+and redo of the rig's one history), the View menu (a shortcut per tab, hardware
+detection, RAM bandwidth, speed calibration) and the Help menu to a `MainWindow`, and
+keeps each action the window or its tests reach on the window (`window.export_action`...).
+File actions go to the window's `ModelImports` and `PlanReports`; `follow_tabs` keeps the
+View and Edit actions in step with the tabs; the Help boxes are built here.
 """
 
 from __future__ import annotations
@@ -74,12 +75,24 @@ def build_menus(window: MainWindow) -> None:
     quit_action.setShortcut(QKeySequence.StandardKey.Quit)
     quit_action.triggered.connect(window.close)
     file_menu.addAction(quit_action)
+    # no mnemonic: every letter of "Edit" is taken by the rig panel's fields
+    edit = window.menuBar().addMenu("Edit")
+    stack = window.rig_panel.document.undo_stack
+    window.undo_action = stack.createUndoAction(window, "&Undo")
+    window.undo_action.setStatusTip("Take back the last change of the rig or applied suggestion")
+    window.redo_action = stack.createRedoAction(window, "&Redo")
+    window.redo_action.setStatusTip("Do again what Undo took back")
+    edit.addAction(window.undo_action)
+    edit.addAction(window.redo_action)
     view = window.menuBar().addMenu("&View")
+    view.setToolTipsVisible(True)  # a tab's entry says why it is off
+    window.view_actions = []
     for i in range(window.tabs.count()):
         act = QAction(window.tabs.tabText(i).replace("&", ""), window)
         act.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
         act.triggered.connect(lambda _=False, i=i: window.tabs.setCurrentIndex(i))
         view.addAction(act)
+        window.view_actions.append(act)
     redetect = QAction("Re-&detect hardware", window)
     redetect.setShortcut(QKeySequence("F5"))
     redetect.triggered.connect(window.start_detection)
@@ -109,6 +122,32 @@ def build_menus(window: MainWindow) -> None:
     about = QAction("&About RigSpark", window)
     about.triggered.connect(lambda: show_about(window))
     help_menu.addAction(about)
+    window.window_actions = [
+        a for menu in (file_menu, view, help_menu) for a in menu.actions() if not a.isSeparator()
+    ]
+    follow_tabs(window)
+
+
+# Ctrl+Z and Ctrl+Shift+Z (or Ctrl+Y), as the Layers tab's own undo and redo have them
+UNDO_KEYS = (QKeySequence("Ctrl+Z"),)
+REDO_KEYS = (QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y"))
+SERVING_OFF_TIP = "The Serving tab plans a vLLM or SGLang server: choose one as the Backend"
+
+
+def follow_tabs(window: MainWindow) -> None:
+    """View's tab entries as the tabs stand (a hidden tab's entry is off and says why);
+    Edit ▸ Undo's keys left to the Layers tab's own undo while it is shown."""
+    for i, act in enumerate(window.view_actions):
+        shown = window.tabs.isTabVisible(i)
+        act.setEnabled(shown)
+        off = SERVING_OFF_TIP if window.tabs.widget(i) is window.serving_tab else "Not shown now"
+        tip = "" if shown else off
+        act.setToolTip(tip or act.text())
+        act.setStatusTip(tip)
+    # Two enabled actions on one key inside the Layers tab would be ambiguous: neither runs.
+    layers = window.tabs.currentWidget() is window.layers_tab
+    window.undo_action.setShortcuts([] if layers else list(UNDO_KEYS))
+    window.redo_action.setShortcuts([] if layers else list(REDO_KEYS))
 
 
 def show_numbers_help(window: MainWindow) -> None:
@@ -128,8 +167,9 @@ def show_numbers_help(window: MainWindow) -> None:
         "devices left out of the fit. Current basis: " + html.escape(basis) + ".</p>"
         "<p><b>Auto</b> takes the best quality that reaches the minimum speed, else the "
         "fastest plan that fits. View ▸ Calibrate speed… measures this machine.</p>"
-        "<p>Every figure's tooltip gives its exact bytes and basis; the project's "
-        "docs/validation*.md show how far each is from llama.cpp itself.</p>",
+        "<p>Every figure's tooltip gives its exact bytes and basis. The memory figures "
+        "are checked against what llama.cpp itself allocates: File ▸ Reconcile with a "
+        "llama.cpp log… sets a run of yours beside this plan, buffer by buffer.</p>",
         QMessageBox.StandardButton.Ok, window)  # fmt: skip
     window.help_box.setTextFormat(Qt.TextFormat.RichText)
     window.help_box.show()

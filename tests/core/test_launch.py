@@ -290,3 +290,122 @@ def test_a_cpu_placement_hides_the_gpus(llama8b: ModelSpec, rig2x3090: Rig) -> N
     kobold = koboldcpp_command(cpu, llama8b, "Q4_K_M", S, rig2x3090)
     assert dict(kobold.env)["CUDA_VISIBLE_DEVICES"] == ""
     assert any("GPUs are hidden" in n for n in kobold.notes)
+
+
+# ---------------------------------------------------------------- as each tool's users type it
+
+
+def _hf_spec(quant: str = "Q4_K_M") -> ModelSpec:
+    """A model read from a GGUF repository by name (`--model hf:REPO:QUANT`)."""
+    return replace(
+        spec_of(LLAMA_31_8B, "file:x"),
+        source=f"hf:bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:{quant}",
+        hf_repo="bartowski/Meta-Llama-3.1-8B-Instruct-GGUF",
+    )
+
+
+def test_ollama_runs_a_tag_with_the_settings_as_ollama_takes_them(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    s = PlanSettings(kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0, flash_attn=True)
+    tagged = replace(llama8b, ollama_tag="llama3.1:8b-instruct-q4_K_M")
+    cmd = ollama_command(auto_place(LLAMA_31_8B, rig, s), tagged, "Q4_K_M", s, rig)
+    assert cmd.supported and cmd.argv == ("ollama", "run", "llama3.1:8b-instruct-q4_K_M")
+    env = dict(cmd.env)
+    assert env["OLLAMA_CONTEXT_LENGTH"] == "8192"
+    assert env["OLLAMA_KV_CACHE_TYPE"] == "q8_0" and env["OLLAMA_FLASH_ATTENTION"] == "1"
+    lines = cmd.text.splitlines()
+    assert "ollama run llama3.1:8b-instruct-q4_K_M" in lines
+    assert any(
+        line.endswith("ollama serve") and "OLLAMA_CONTEXT_LENGTH=8192" in line for line in lines
+    )
+    assert (
+        "Modelfile" not in cmd.text and "FROM" not in cmd.text and "ollama create" not in cmd.text
+    )
+    assert "/set parameter num_gpu" not in cmd.text  # all layers on the GPU: Ollama's own choice
+    assert any("/set parameter num_ctx 8192" in n for n in cmd.notes)  # for older Ollama
+
+    partial = ollama_command(auto_place(LLAMA_31_8B, rig, s, ngl=20), tagged, "Q4_K_M", s, rig)
+    assert "/set parameter num_gpu 20" in partial.text.splitlines()
+
+
+def test_ollama_says_when_a_tag_is_not_the_planned_quantization(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    p = auto_place(LLAMA_31_8B, rig, S)
+    typed = replace(llama8b, ollama_tag="llama3.1:8b")  # Ollama's default download
+    same = ollama_command(p, typed, "Q4_K_M", S, rig)
+    assert same.argv == ("ollama", "run", "llama3.1:8b") and "Q4_K_M" not in " ".join(same.notes)
+    other = ollama_command(p, typed, "Q6_K", S, rig)
+    assert other.argv == ("ollama", "run", "llama3.1:8b")
+    assert any(
+        "not this plan's Q6_K" in n and "ollama.com/library/llama3.1" in n for n in other.notes
+    )
+    named = ollama_command(
+        p, replace(llama8b, ollama_tag="llama3.1:8b-instruct-q8_0"), "Q6_K", S, rig
+    )
+    assert any("is Q8_0, not this plan's Q6_K" in n for n in named.notes)
+
+
+def test_a_model_named_by_its_gguf_repo_launches_by_that_name() -> None:
+    """llama-server and llama-cli take `-hf REPO:QUANT`; Ollama `hf.co/REPO:QUANT`: no
+    guessed local file name."""
+    rig = make_rig(1)
+    spec = _hf_spec()
+    p = auto_place(LLAMA_31_8B, rig, S)
+    cmd = llama_server_command(p, spec, "Q4_K_M", S, rig)
+    assert cmd.argv[:3] == (
+        "llama-server",
+        "-hf",
+        "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M",
+    )
+    assert "-m" not in cmd.argv and ".gguf" not in cmd.text
+    assert any("huggingface.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF" in n for n in cmd.notes)
+    assert _round_trip(p, rig) == p  # -hf and its value read back as no placement flag
+    ollama = ollama_command(p, spec, "Q4_K_M", S, rig)
+    assert ollama.argv == (
+        "ollama",
+        "run",
+        "hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M",
+    )
+    assert "Modelfile" not in ollama.text
+    # a file the user gave stays that file
+    own = llama_server_command(p, spec, "Q4_K_M", S, rig, model_path="/m/x.gguf")
+    assert own.argv[1:3] == ("-m", "/m/x.gguf")
+
+
+def test_a_catalog_model_downloads_the_published_file_it_cites(llama8b: ModelSpec) -> None:
+    """The catalog's published file of a quantization names its GGUF repository: that
+    quantization launches with -hf; another one (no repository known) keeps -m."""
+    from rigspark_gui.core.model.model_spec import QuantFile
+
+    published = QuantFile(
+        file_bytes=4920739232,
+        source="bartowski/Meta-Llama-3.1-8B-Instruct-GGUF@bf5b95e: "
+        "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf, exact bytes",
+    )
+    spec = replace(llama8b, published={"Q4_K_M": published})
+    rig = make_rig(1)
+    p = auto_place(LLAMA_31_8B, rig, S)
+    cmd = llama_server_command(p, spec, "Q4_K_M", S, rig)
+    assert _flag(cmd.argv, "-hf") == "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"
+    other = llama_server_command(p, spec, "Q6_K", S, rig)
+    assert _flag(other.argv, "-m") == "llama-3.1-8b-Q6_K.gguf"
+    assert any("the path of your Q6_K GGUF file" in n for n in other.notes)
+    ollama = ollama_command(p, spec, "Q6_K", S, rig)
+    assert ollama.argv[:2] == ("ollama", "create")  # only a file: a Modelfile imports it
+    assert "FROM llama-3.1-8b-Q6_K.gguf" in ollama.text.splitlines()
+
+
+def test_koboldcpp_gets_no_gpu_flag_without_a_gpu(llama8b: ModelSpec, rig2x3090: Rig) -> None:
+    cpu_rig = make_rig(0)
+    cmd = koboldcpp_command(auto_place(LLAMA_31_8B, cpu_rig, S), llama8b, "Q4_K_M", S, cpu_rig)
+    assert cmd.supported
+    assert not {"--usevulkan", "--usecublas"} & set(cmd.argv)
+    assert _flag(cmd.argv, "--gpulayers") == "0"
+    on_cpu = koboldcpp_command(
+        auto_place(LLAMA_31_8B, rig2x3090, S, ngl=0), llama8b, "Q4_K_M", S, rig2x3090
+    )
+    assert "--usecublas" not in on_cpu.argv  # the placement runs on no GPU
+    on_gpu = koboldcpp_command(
+        auto_place(LLAMA_31_8B, rig2x3090, S), llama8b, "Q4_K_M", S, rig2x3090
+    )
+    assert "--usecublas" in on_gpu.argv

@@ -137,7 +137,7 @@ def test_cli_lists_them_and_plans_one_with_its_real_name(capsys, as_home: Path) 
     rig = ["--rig", "examples/rig-2x3090.json", "--json"]
     assert main(["place", "--model", "ollama:tiny:latest", *rig]) == 0
     commands = {c["engine"]: c for c in json.loads(capsys.readouterr().out)["launch_commands"]}
-    assert "FROM tiny:latest" in commands["ollama"]["text"]
+    assert commands["ollama"]["argv"] == ["ollama", "run", "tiny:latest"]  # in Ollama's store
     assert (
         main(["place", "--model", "lmstudio:lmstudio-community/Tiny-GGUF/Tiny-Q8_0.gguf", *rig])
         == 0

@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rigspark_gui.core.launch.engine import model_args
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import CPU, INPUT, DeviceLoad, Placement, llama_cpp_slots
 from rigspark_gui.core.rig import Rig
@@ -144,8 +145,8 @@ def rpc_launch(
         )
         endpoints.append(f"{address}:{RPC_PORT}")
     local = [i for i in used if not rig.gpus[i].host]
-    argv = ["llama-server", "-m", model_path or f"{spec.id}-{quant}.gguf"]
-    argv += ["-c", str(s.context), "-ngl", str(n_gpu_slots)]
+    model, model_notes = model_args(spec, quant, model_path)
+    argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(n_gpu_slots)]
     if endpoints:
         argv += ["--rpc", ",".join(endpoints)]
     if len(used) > 1:
@@ -162,6 +163,7 @@ def rpc_launch(
         )
     )
     notes = [
+        *model_notes,
         "--tensor-split lists the RPC devices first, in --rpc order, then this machine's GPUs",
         "never expose rpc-server to an open network: it runs whatever it is sent "
         "(llama.cpp tools/rpc/README.md); keep the hosts on a private link",

@@ -60,6 +60,65 @@ def default_model_file(spec: ModelSpec, quant: str) -> str:
     return f"{spec.id}-{quant}.gguf"
 
 
+# owner/name of a GGUF repository at the start of a published file's source
+# ("bartowski/Llama-3.3-70B-Instruct-GGUF@b6c5c9f: Llama-3.3-70B-Instruct-Q4_K_M.gguf, ...")
+_GGUF_REPO = re.compile(r"([A-Za-z0-9][\w.-]*/[\w.-]*?gguf[\w.-]*)(?=[@:\s])", re.IGNORECASE)
+# split files: Ollama cannot pull them from Hugging Face
+_SHARDED = re.compile(r"-\d{5}-of-\d{5}|\{")
+
+
+@dataclass(frozen=True, slots=True)
+class HfGguf:
+    """A Hugging Face repository that holds this quantization as GGUF, and the tag
+    llama.cpp's `-hf` and Ollama's `hf.co/` take for it."""
+
+    repo: str
+    quant: str
+    sharded: bool = False
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repo}:{self.quant}"
+
+
+def hf_gguf(spec: ModelSpec, quant: str) -> HfGguf | None:
+    """Where `quant` of this model can be downloaded by name: the repository the model
+    was read from (`hf:REPO:QUANT`), or the one its published file of `quant` cites.
+    None when no such repository is known (never a guess)."""
+    if spec.source.startswith("hf:"):
+        repo, _, q = spec.source.removeprefix("hf:").partition(":")
+        if not q or q == "file" or (spec.tensors is None and q != quant):
+            return None  # a config.json, or a file without a quantization in its name
+        return HfGguf(repo, q)
+    published = spec.published.get(quant)
+    if published is None:
+        return None
+    m = _GGUF_REPO.match(published.source)
+    if m is None or quant.lower() not in published.source.lower():
+        return None
+    return HfGguf(m.group(1), quant, sharded=bool(_SHARDED.search(published.source)))
+
+
+def model_args(
+    spec: ModelSpec, quant: str, model_path: str | None = None
+) -> tuple[list[str], tuple[str, ...]]:
+    """How llama.cpp is told the model: `-m FILE` for a file on disk, else `-hf REPO:QUANT`
+    (llama-server and llama-cli download it) when a repository holding it is known, else
+    `-m` with the file name a download of it would have; and a note saying which."""
+    if model_path:
+        return ["-m", model_path], ()
+    hf = hf_gguf(spec, quant)
+    if hf is not None:
+        return ["-hf", hf.ref], (
+            f"-hf downloads {hf.quant} from huggingface.co/{hf.repo} into llama.cpp's cache "
+            "on the first run (set HF_TOKEN for a gated repository)",
+        )
+    path = default_model_file(spec, quant)
+    if spec.imported and path == spec.source:
+        return ["-m", path], ()
+    return ["-m", path], (f"{path}: the path of your {quant} GGUF file of this model",)
+
+
 def hf_repo(spec: ModelSpec) -> str:
     """owner/name from a catalog source like `owner/name/config.json`, else the id."""
     m = re.fullmatch(r"([\w.-]+/[\w.-]+)/config\.json", spec.source)

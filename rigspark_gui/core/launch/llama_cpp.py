@@ -13,6 +13,7 @@ from rigspark_gui.core.launch.engine import (
     LaunchCommand,
     accept,
     default_model_file,
+    model_args,
     refuse,
 )
 from rigspark_gui.core.launch.llama_layout import (
@@ -24,7 +25,7 @@ from rigspark_gui.core.launch.llama_layout import (
     llama_layout,
 )
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
-from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, auto_place
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, auto_place
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
 
@@ -33,6 +34,13 @@ _DENSE_TENSOR = "attn_norm.weight"  # every block has one
 _OUTPUT_TENSOR = "output.weight"
 # koboldcpp's --quantkv knows these three only.
 _KOBOLD_QUANTKV = {KvCacheType.F16: 0, KvCacheType.Q8_0: 1, KvCacheType.Q4_0: 2}
+# koboldcpp's GPU switch per llama.cpp buffer prefix (Apple's Metal needs none)
+_KOBOLD_GPU_FLAG = {
+    "CUDA": "--usecublas",
+    "ROCm": "--usecublas",
+    "Vulkan": "--usevulkan",
+    "SYCL": "--usevulkan",
+}
 
 
 # ---------------------------------------------------------------- commands
@@ -59,8 +67,8 @@ def llama_server_command(
         return refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
     dev = llama_devices(placement, layout, rig, prefix, prefix)
-    argv = ["llama-server", "-m", model_path or default_model_file(spec, quant)]
-    argv += ["-c", str(s.context), "-ngl", str(layout.ngl)]
+    model, model_notes = model_args(spec, quant, model_path)
+    argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(layout.ngl)]
     if dev.split is not None:
         argv += ["--tensor-split", ",".join(str(c) for c in dev.split)]
     for o in dev.overrides:
@@ -71,7 +79,7 @@ def llama_server_command(
         argv += ["-ub", str(s.n_ubatch)]
     if s.swa_full:
         argv.append("--swa-full")
-    notes = list(dev.notes)
+    notes = [*model_notes, *dev.notes]
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
     return accept(engine, argv, dev.env, notes)
@@ -105,10 +113,13 @@ def koboldcpp_command(
     prefix = buffer_prefix(rig, gpu_backend)
     dev = llama_devices(placement, layout, rig, prefix, "Vulkan" if prefix == "SYCL" else prefix)
     argv = ["koboldcpp", "--model", model_path or default_model_file(spec, quant)]
-    if prefix in ("CUDA", "ROCm"):
-        argv.append("--usecublas")
-    elif prefix == "Vulkan" or prefix == "SYCL":
-        argv.append("--usevulkan")
+    # a GPU flag only where the placement runs on a GPU: without one koboldcpp stays on
+    # the CPU, as the plan does (--usevulkan on a machine without a GPU fails to start)
+    on_gpu = any(
+        d not in (None, CPU) for u in placement.units for d in (u.device, u.experts_device)
+    )
+    if on_gpu and prefix in _KOBOLD_GPU_FLAG:
+        argv.append(_KOBOLD_GPU_FLAG[prefix])
     argv += ["--contextsize", str(s.context), "--gpulayers", str(layout.ngl)]
     if dev.split is not None:
         argv += ["--tensor_split", *(str(c) for c in dev.split)]

@@ -1,5 +1,6 @@
 """Where each layer goes and what every device then holds: llama.cpp's -ngl /
---tensor-split ranges, hand edits, strategies, and the fast fit evaluator.
+--tensor-split ranges, hand edits, strategies, the fast fit evaluator, and the one fit
+rule every surface judges them by (`verdict`).
 
 The public face of placement; other packages import from here only."""
 
@@ -10,13 +11,10 @@ from rigspark_gui.core.placement.fit import (
     kv_total_fast,
 )
 from rigspark_gui.core.placement.layout import (
-    CPU,
-    HEADROOM,
     INPUT,
     OUTPUT,
     DeviceLoad,
     Placement,
-    Verdict,
     auto_place,
     device_loads,
     gpu_device,
@@ -36,14 +34,29 @@ from rigspark_gui.core.placement.strategies import (
     fill_fastest_first,
     fit_by_ngl,
 )
+from rigspark_gui.core.placement.verdict import (
+    CPU,
+    HEADROOM,
+    TIGHT_SHARE,
+    Fit,
+    Verdict,
+    fits_within,
+    judge_fit,
+    load_verdict,
+    placement_fit,
+    shortfall_bytes,
+    unified_pool,
+)
 
 __all__ = [
     "CPU",
     "HEADROOM",
     "INPUT",
     "OUTPUT",
+    "TIGHT_SHARE",
     "DeviceLoad",
     "DeviceTally",
+    "Fit",
     "FitContext",
     "FitEvaluator",
     "Placement",
@@ -53,15 +66,21 @@ __all__ = [
     "even_split",
     "fill_fastest_first",
     "fit_by_ngl",
+    "fits_within",
     "gpu_device",
+    "judge_fit",
     "kv_devices",
     "kv_total_fast",
     "llama_base",
     "llama_cpp_ranges",
     "llama_cpp_slots",
+    "load_verdict",
     "move_experts",
     "move_layers",
+    "placement_fit",
     "rig_devices",
+    "shortfall_bytes",
+    "unified_pool",
     "uniform_placement",
     "unit_label",
     "units_span",

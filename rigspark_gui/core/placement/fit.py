@@ -9,7 +9,6 @@ counterpart for hand-edited placements; tests pin that the two agree.
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Sequence
 from dataclasses import fields
 from functools import lru_cache
@@ -27,13 +26,12 @@ from rigspark_gui.core.memory import (
 )
 from rigspark_gui.core.model import Geometry, KvCacheType
 from rigspark_gui.core.placement.layout import (
-    CPU,
-    HEADROOM,
     device_capacity,
     gpu_device,
     input_copies,
     llama_cpp_ranges,
 )
+from rigspark_gui.core.placement.verdict import CPU, HEADROOM, fits_within, shortfall_bytes
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 
@@ -126,8 +124,8 @@ class DeviceTally:
         self.capacity_bytes = capacity
         self.required_bytes = required = weights + kv + compute
         self.usable_bytes = usable = max(capacity - reserve, 0)
-        self.fits = required <= usable * (1 - HEADROOM)
-        self.shortfall_bytes = max(0, math.ceil(required / (1 - HEADROOM)) - usable)
+        self.fits = fits_within(required, usable)
+        self.shortfall_bytes = shortfall_bytes(required, usable)
 
     def __repr__(self) -> str:
         return (
@@ -353,10 +351,10 @@ class FitEvaluator:
 
         n = self.g.n_layer
         split = self.default_split(gpu_ids)
-        limits = {}
+        usable = {}
         for gid in gpu_ids:
             capacity, reserve = self._device_capacity(gpu_device(gid))
-            limits[gpu_device(gid)] = max(capacity - reserve, 0) * (1 - HEADROOM)
+            usable[gpu_device(gid)] = max(capacity - reserve, 0)
         layout = self.layout
         head = layout.output_bytes + layout.tied_head_bytes
 
@@ -374,7 +372,7 @@ class FitEvaluator:
                     first = self._t.first_full[lo]
                     rep, full = (first, True) if first < hi else (lo, False)
                 need += self._compute(rep, full, end > n, False, False)
-                if need > limits[d]:
+                if not fits_within(need, usable[d]):
                     return False
             return True
 

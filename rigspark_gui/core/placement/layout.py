@@ -12,7 +12,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -27,14 +26,18 @@ from rigspark_gui.core.memory import (
     pipeline_copies,
 )
 from rigspark_gui.core.model import Geometry
+from rigspark_gui.core.placement.verdict import (
+    CPU,
+    Verdict,
+    load_verdict,
+    shortfall_bytes,
+    unified_pool,
+)
 from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
-CPU = "cpu"
 INPUT = "input"
 OUTPUT = "output"
-# Kept free on every device for fragmentation and allocator rounding (plan.rs HEADROOM).
-HEADROOM = 0.05
 
 
 def gpu_device(index: int) -> str:
@@ -116,12 +119,6 @@ def units_span(units: Sequence[str]) -> str:
     return ", ".join(parts) if parts else "—"
 
 
-class Verdict(StrEnum):
-    FITS = "fits"
-    TIGHT = "tight"
-    OVER = "over"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeviceLoad:
     device: str
@@ -148,7 +145,9 @@ class DeviceLoad:
 
     @property
     def over_bytes(self) -> int:
-        return max(self.total_bytes - self.capacity_bytes, 0)
+        """Usable memory it lacks under the fit rule (0 unless its verdict is over): what
+        the plan's "needs N more usable memory" says for the same device."""
+        return shortfall_bytes(self.required_bytes, self.usable_bytes)
 
 
 def rig_devices(rig: Rig) -> tuple[str, ...]:
@@ -429,14 +428,6 @@ def device_capacity(rig: Rig, device: str) -> tuple[int, int]:
     return gpu.memory_bytes, gpu.reserve_bytes
 
 
-def verdict(total: int, capacity: int, reserve: int) -> Verdict:
-    if total > capacity:
-        return Verdict.OVER
-    if total - reserve > (capacity - reserve) * (1 - HEADROOM):
-        return Verdict.TIGHT
-    return Verdict.FITS
-
-
 def _repack_on_cpu(repack: RepackBytes, u: UnitPlacement) -> int:
     """Repacked bytes of the parts of a block (dense part, routed experts) on the CPU."""
     total = repack.block_bytes[u.index]
@@ -485,7 +476,7 @@ def _loads(
                 reserve_bytes=reserve_used,
                 total_bytes=total,
                 capacity_bytes=capacity,
-                verdict=verdict(total, capacity, reserve_used),
+                verdict=load_verdict(total - reserve_used, max(capacity - reserve_used, 0)),
                 input_copies=copies if units[d] or d == CPU else 1,
             )
         )
@@ -554,7 +545,15 @@ def device_loads(
         weights[CPU] -= cpu_repack.unmapped_bytes
     tally = (placement, g, rig, s, weights, kv_b, units, layers_on, output_dev, any_gpu)
     loads = _loads(*tally, copies)
-    if copies > 1 and any(x.verdict is not Verdict.FITS for x in loads if x.device != CPU):
+    if copies > 1 and any(x.verdict is Verdict.OVER for x in loads if x.device != CPU):
         # llama.cpp retries without pipeline parallelism when its copies do not fit
         loads = _loads(*tally, 1)
+    pool = unified_pool(rig, (x.device for x in loads if x.units))
+    if pool:
+        # a unified chip's GPU and CPU side are one memory: each shows the pool's verdict
+        shared = load_verdict(
+            sum(x.required_bytes for x in loads if x.device in pool),
+            sum(x.usable_bytes for x in loads if x.device in pool and x.device != CPU),
+        )
+        loads = tuple(replace(x, verdict=shared) if x.device in pool else x for x in loads)
     return loads

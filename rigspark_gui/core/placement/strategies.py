@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement.layout import (
-    CPU,
     Placement,
-    Verdict,
     auto_place,
     device_loads,
     gpu_device,
     llama_gpu_order,
 )
+from rigspark_gui.core.placement.verdict import CPU, Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 

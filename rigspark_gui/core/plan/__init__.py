@@ -10,9 +10,11 @@ from rigspark_gui.core.plan.paths import (
     Verdict,
 )
 from rigspark_gui.core.plan.planner import (
+    COMMON_KV_PAIRS,
     KvComparisonRow,
     Plan,
     kv_comparison,
+    kv_quant,
     plan,
 )
 from rigspark_gui.core.plan.ranking import (
@@ -27,6 +29,7 @@ from rigspark_gui.core.plan.suggestions import (
 )
 
 __all__ = [
+    "COMMON_KV_PAIRS",
     "PLAN_SCHEMA_VERSION",
     "KvComparisonRow",
     "PathName",
@@ -37,6 +40,7 @@ __all__ = [
     "Suggestion",
     "Verdict",
     "kv_comparison",
+    "kv_quant",
     "plan",
     "rank_models",
     "rig_after",

@@ -6,7 +6,6 @@ measured from them. The next quantization's trial reuses the slots where they ca
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -14,12 +13,12 @@ from rigspark_gui.core.memory import WeightsLayout, repack_for
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
-    HEADROOM,
     DeviceTally,
     FitContext,
     FitEvaluator,
     Placement,
     gpu_device,
+    judge_fit,
     llama_cpp_ranges,
     uniform_placement,
 )
@@ -89,12 +88,12 @@ def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
     """Fit, required, usable, shortfall and breakdown of a path from its device tallies.
     GPU-only paths show their GPUs; RAM paths (and the unified pool) show every device."""
     gpu_only = cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED
-    required = usable = shortfall = weights = kv = compute = reserve = 0
-    fits = True
+    required = usable = weights = kv = compute = reserve = 0
+    # one pool on a unified chip: the CPU-side buffers live in the same memory as the GPU's
+    pool = tally.keys() if cand.name is PathName.UNIFIED else ()
+    fits, shortfall = judge_fit(tally.values(), pool)
     gpu_usable = 0
     for d, t in tally.items():
-        fits = fits and t.fits
-        shortfall += t.shortfall_bytes
         if d != CPU:
             gpu_usable += t.usable_bytes
         elif gpu_only:
@@ -106,10 +105,7 @@ def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
         compute += t.compute_bytes
         reserve += t.reserve_bytes
     if cand.name is PathName.UNIFIED:
-        # one pool: the CPU-side buffers live in the same memory as the GPU's
         usable = gpu_usable
-        fits = required <= usable * (1 - HEADROOM)
-        shortfall = max(0, math.ceil(required / (1 - HEADROOM)) - usable)
     return Measure(fits, required, usable, shortfall, weights, kv, compute, reserve)
 
 

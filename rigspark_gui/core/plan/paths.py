@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.model import QuantQuality
+from rigspark_gui.core.placement import TIGHT_SHARE
 from rigspark_gui.core.rig import Gpu, Rig, Vendor
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend
@@ -57,8 +58,8 @@ REASON_WORDS = {
 }
 
 # One verdict vocabulary for chart, table, lanes, report and CLI: a path that fits with
-# less than this share of its usable memory to spare is "tight".
-TIGHT_SHARE = 0.10
+# less than TIGHT_SHARE of its usable memory to spare is "tight", as a device is
+# (placement.load_verdict).
 
 
 class Verdict(StrEnum):

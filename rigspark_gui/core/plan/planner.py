@@ -3,6 +3,7 @@ KV-precision comparison. The single entry point the GUI, the CLI and reports sha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any
@@ -23,24 +24,62 @@ from rigspark_gui.core.plan.paths import (
     engine_paths,
 )
 from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
-from rigspark_gui.core.settings import KV_PAD, PlanSettings
+from rigspark_gui.core.settings import KV_PAD, GpuBackend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
+# The pairs worth comparing, most useful first: the default, the two quantized caches
+# every engine offers (Ollama and koboldcpp have only these three, and a default CUDA
+# build of llama.cpp has flash-attention kernels for them), K kept finer than V (K is
+# the more sensitive to quantization), then the other same-type caches. f32 stores
+# twice f16's bytes for no measurable gain: it comes last, among all pairs only.
 COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (
-    *((k, k) for k in LLAMA_KV_TYPES),
+    (KvCacheType.F16, KvCacheType.F16),
+    (KvCacheType.Q8_0, KvCacheType.Q8_0),
+    (KvCacheType.Q4_0, KvCacheType.Q4_0),
     (KvCacheType.F16, KvCacheType.Q8_0),
     (KvCacheType.Q8_0, KvCacheType.Q4_0),
     (KvCacheType.F16, KvCacheType.Q4_0),
+    (KvCacheType.BF16, KvCacheType.BF16),
+    (KvCacheType.Q5_1, KvCacheType.Q5_1),
+    (KvCacheType.Q5_0, KvCacheType.Q5_0),
+    (KvCacheType.Q4_1, KvCacheType.Q4_1),
+    (KvCacheType.IQ4_NL, KvCacheType.IQ4_NL),
 )
 VLLM_KV_PAIRS = ((KvCacheType.F16, KvCacheType.F16), (KvCacheType.FP8, KvCacheType.FP8))
+# llama.cpp ggml/src/ggml-cuda/fattn.cu: without GGML_CUDA_FA_ALL_QUANTS the CUDA
+# flash-attention kernels take K = V of these types only; any other pair's attention
+# goes to the CPU backend
+CUDA_FA_DEFAULT_KV = frozenset(
+    {KvCacheType.F32, KvCacheType.F16, KvCacheType.BF16, KvCacheType.Q8_0, KvCacheType.Q4_0}
+)
+CUDA_FA_NOTE = (
+    "a default CUDA build of llama.cpp has no flash-attention kernel for this pair "
+    "(it needs GGML_CUDA_FA_ALL_QUANTS=ON): attention runs on the CPU, many times slower"
+)
+
+
+def kv_pair_order(
+    pairs: tuple[tuple[KvCacheType, KvCacheType], ...],
+) -> tuple[tuple[KvCacheType, KvCacheType], ...]:
+    """`pairs` most useful first: the common pairs in their order, then the rest, f32
+    last."""
+    rank = {pair: i for i, pair in enumerate(COMMON_KV_PAIRS)}
+
+    def key(pair: tuple[KvCacheType, KvCacheType]) -> tuple[int, int, int]:
+        f32 = KvCacheType.F32 in pair
+        return (f32, rank.get(pair, len(rank)), pairs.index(pair))
+
+    return tuple(sorted(pairs, key=key))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KvPathLimit:
     path: PathName
+    # the quantization the path is held to: one for every path of a comparison (the
+    # plan's recommended one), so the paths compare like for like
     quant: str | None
     # largest context that fits (0: none), step 256
     max_context: int
@@ -56,6 +95,11 @@ class KvComparisonRow:
     # KV cache at the plan's context
     kv_bytes: int
     limits: tuple[KvPathLimit, ...]
+    # KL divergence against an f16 cache, measured on a reference model (None: not
+    # measured, or no measurements given)
+    kv_kld: float | None = None
+    # what is known of its speed on this rig and engine ('' when nothing is)
+    speed_note: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,12 +140,14 @@ def plan(
     *,
     kv_pairs: str = "none",
     ladders: bool = True,
+    kv_kld: Mapping[str, float] | None = None,
 ) -> Plan:
-    """Plan every path. kv_pairs: "none", "common" or "all" for the KV comparison.
+    """Plan every path. kv_pairs: "none", "common" or "all" for the KV comparison, with
+    `kv_kld` (measured quality cost per 'k/v' cache pair) when given.
     `ladders`: list every quantization that fits on each path (two dozen trials a path);
     without, each path stops at its choice, several times faster."""
     if s.backend.serving:
-        return _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders)
+        return _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders, kv_kld)
     _validate(spec, s)
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
@@ -126,7 +172,15 @@ def plan(
         notes.append("no GPU in this rig: only the CPU path is planned")
     comparison: tuple[KvComparisonRow, ...] = ()
     if kv_pairs != "none":
-        comparison = kv_comparison(spec, rig, s, paths, all_pairs=kv_pairs == "all")
+        comparison = kv_comparison(
+            spec,
+            rig,
+            s,
+            paths,
+            all_pairs=kv_pairs == "all",
+            recommended=recommended.path if recommended else None,
+            kv_kld=kv_kld,
+        )
     launch = None
     if shown.path is PathName.MULTI_HOST:
         notes.append(
@@ -166,7 +220,13 @@ def _record(
 
 
 def _serving_plan(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, speed: SpeedModel, compare_kv: bool, ladders: bool
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    compare_kv: bool,
+    ladders: bool,
+    kv_kld: Mapping[str, float] | None,
 ) -> Plan:
     """vLLM and SGLang: every weight on the GPUs, the engine's claim and its KV pool. No
     layer placement to edit (tensor parallelism shards every layer)."""
@@ -181,7 +241,16 @@ def _serving_plan(
         recommended,
         placement=None,
         device_loads=serving_loads(shown),
-        kv_comparison=_serving_kv_rows(spec, rig, s, paths) if compare_kv else (),
+        kv_comparison=_serving_kv_rows(
+            spec,
+            rig,
+            s,
+            paths,
+            kv_quant(spec, s, paths, recommended.path if recommended else None),
+            kv_kld,
+        )
+        if compare_kv
+        else (),
         notes=rig.notes,  # the engine's own notes are in `serving`
         serving=shown.serving,
         launch=serving_launch(
@@ -217,6 +286,41 @@ def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate,
     return lo * KV_PAD
 
 
+def kv_quant(
+    spec: ModelSpec, s: PlanSettings, paths: tuple[PathPlan, ...], recommended: PathName | None
+) -> str | None:
+    """The one quantization a KV comparison holds every path to: the recommended path's,
+    else the one asked for, else the smallest the model has (what could fit at all; a
+    serving engine: the checkpoint format its first path tried)."""
+    rec = next((p.quant for p in paths if p.path is recommended and p.quant), None)
+    if s.backend.serving:
+        return rec or s.quant or (paths[0].quant if paths else None)
+    return rec or s.quant or spec.available_quants[-1]
+
+
+def kv_speed_note(k: KvCacheType, v: KvCacheType, rig: Rig, s: PlanSettings) -> str:
+    """What is known of a K/V pair's speed on this rig and engine ('' when nothing), for
+    settings `s` that carry the pair's flash attention."""
+    cuda = any(g.vendor is Vendor.NVIDIA for g in rig.gpus) and s.gpu_backend in (
+        None,
+        GpuBackend.CUDA,
+    )
+    if not (cuda and s.backend.ggml_based and s.flash_attn):
+        return ""
+    if k != v or k not in CUDA_FA_DEFAULT_KV:
+        return CUDA_FA_NOTE
+    return ""
+
+
+def _kld(kv_kld: Mapping[str, float] | None, k: KvCacheType, v: KvCacheType) -> float | None:
+    """The measured cost of K/V types k and v; 16/32-bit caches cost nothing."""
+    if kv_kld is None:
+        return None
+    if k in (KvCacheType.F32, KvCacheType.F16) and v in (KvCacheType.F32, KvCacheType.F16):
+        return 0.0
+    return kv_kld.get(f"{k.value}/{v.value}")
+
+
 def kv_comparison(
     spec: ModelSpec,
     rig: Rig,
@@ -224,36 +328,36 @@ def kv_comparison(
     paths: tuple[PathPlan, ...],
     *,
     all_pairs: bool = False,
+    recommended: PathName | None = None,
+    kv_kld: Mapping[str, float] | None = None,
 ) -> tuple[KvComparisonRow, ...]:
+    """Each K/V pair the engine runs, most useful first (`all_pairs`: every one, else
+    the common ones), with the largest context each path reaches at one quantization
+    (`kv_quant`: the recommended path's). `kv_kld`: measured quality cost per 'k/v'."""
+    quant = kv_quant(spec, s, paths, recommended)
     if s.backend.serving:
-        return _serving_kv_rows(spec, rig, s, paths)
-    if all_pairs:
-        pairs: tuple[tuple[KvCacheType, KvCacheType], ...] = tuple(
-            product(LLAMA_KV_TYPES, LLAMA_KV_TYPES)
-        )
-    else:
-        pairs = COMMON_KV_PAIRS
+        return _serving_kv_rows(spec, rig, s, paths, quant, kv_kld)
+    every = tuple(product(LLAMA_KV_TYPES, LLAMA_KV_TYPES)) if all_pairs else COMMON_KV_PAIRS
+    pairs = kv_pair_order(tuple(p for p in every if s.backend.kv_problem(*p) is None))
     cpu_only = not any(p.path is not PathName.CPU for p in paths)
     cands = {c.name: c for c in candidate_paths(rig, cpu_only)}
     rows = []
     g = spec.geometry
     for k, v in pairs:
         fa = s.flash_attn or (v.quantized and s.backend.ggml_based)
-        s2 = replace(s, kv_k=k, kv_v=v, flash_attn=fa)
         try:
+            s2 = replace(s, kv_k=k, kv_v=v, flash_attn=fa, quant=quant)
             ctx = FitContext(g, rig, s2)
         except InvalidSettingsError:
             continue  # rows not a multiple of the block (rare head sizes)
-        limits = []
-        for p in paths:
-            quant = p.quant or spec.available_quants[-1]
-            limits.append(
-                KvPathLimit(
-                    path=p.path,
-                    quant=quant,
-                    max_context=max_context(spec, rig, s2, cands[p.path], quant),
-                )
+        limits = tuple(
+            KvPathLimit(
+                path=p.path,
+                quant=quant,
+                max_context=max_context(spec, rig, s2, cands[p.path], quant or ""),
             )
+            for p in paths
+        )
         rows.append(
             KvComparisonRow(
                 kv_k=k,
@@ -261,27 +365,34 @@ def kv_comparison(
                 flash_attn=fa,
                 bytes_per_token=ctx.tables.full_rows[-1] + ctx.tables.swa_rows[-1],
                 kv_bytes=ctx.kv_total,
-                limits=tuple(limits),
+                limits=limits,
+                kv_kld=_kld(kv_kld, k, v),
+                speed_note=kv_speed_note(k, v, rig, s2),
             )
         )
     return tuple(rows)
 
 
 def _serving_kv_rows(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, paths: tuple[PathPlan, ...]
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    paths: tuple[PathPlan, ...],
+    quant: str | None,
+    kv_kld: Mapping[str, float] | None,
 ) -> tuple[KvComparisonRow, ...]:
     """vLLM and SGLang: the model's own dtype ("auto") against fp8, each path's longest
-    max_model_len from the engine's pool."""
+    max_model_len from the engine's pool, every path at checkpoint format `quant`."""
     g = spec.geometry
     rows = []
     for k, v in VLLM_KV_PAIRS:
-        s2 = replace(s, kv_k=k, kv_v=v)
+        s2 = replace(s, kv_k=k, kv_v=v, quant=quant)
         per_path = {p.path: p for p in serving_paths(spec, rig, s2, None, ladders=False)}
         per_token = kv_bytes_per_token(g, range(g.n_layer), 1, 1 if k is KvCacheType.FP8 else 2)
         limits = tuple(
             KvPathLimit(
                 path=p.path,
-                quant=per_path[p.path].quant,
+                quant=per_path[p.path].quant if p.path in per_path else quant,
                 max_context=per_path[p.path].serving.largest_max_model_len  # type: ignore[union-attr]
                 if p.path in per_path and per_path[p.path].serving is not None
                 else 0,
@@ -296,6 +407,7 @@ def _serving_kv_rows(
                 bytes_per_token=per_token,
                 kv_bytes=per_token * s.context,
                 limits=limits,
+                kv_kld=_kld(kv_kld, k, v),
             )
         )
     return tuple(rows)
