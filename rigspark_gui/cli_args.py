@@ -72,6 +72,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400, got {text}")
+    return value
+
+
 def _non_negative(text: str) -> int:
     try:
         n = int(text)
@@ -156,6 +166,13 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--model-url",
         metavar="URL",
         help="a GGUF on the web: only its header is read (range requests), then cached",
+    )
+    p.add_argument(
+        "--network-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        help="the time limit of a remote model's whole read (--model-url, hf:REPO), "
+        "retries and redirects included (default: $RIGSPARK_NETWORK_TIMEOUT or 30)",
     )
     p.add_argument(
         "--quant",

@@ -87,9 +87,10 @@ def _remote_model(args: argparse.Namespace) -> ModelSpec:
         print(f"{PROG}: {text}", file=sys.stderr, flush=True)
 
     cache = cache_dir()
+    timeout_s = getattr(args, "network_timeout", None)
     if args.model_url is not None:
-        return model_from_url(args.model_url, cache, progress)
-    return model_from_hf(args.model, cache, progress)
+        return model_from_url(args.model_url, cache, progress, timeout_s)
+    return model_from_hf(args.model, cache, progress, timeout_s)
 
 
 def load_rig_arg(args: argparse.Namespace) -> Rig:

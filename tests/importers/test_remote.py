@@ -1,11 +1,15 @@
 """Remote models: a GGUF's header read over HTTP ranges from a local server (redirects,
-401/404, truncated and slow answers), cached for offline plans, and Hugging Face repos
-listed through huggingface_hub against the same server."""
+401/404, truncated and slow answers, a trickle, redirect loops and chains, a server that
+never answers), cached for offline plans, and Hugging Face repos listed through
+huggingface_hub against the same server. Every read has one deadline."""
 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -93,6 +97,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Location", "/cdn/" + self.path.removeprefix("/redirect/"))
             self.end_headers()
             return
+        if self.path.startswith("/loop/"):  # A → B → A …
+            other = "b" if self.path.startswith("/loop/a/") else "a"
+            name = self.path.rsplit("/", 1)[-1]
+            return self._redirect(f"/loop/{other}/{name}")
+        if self.path.startswith("/chain/"):  # /chain/0 → /chain/1 → … (never ends)
+            step = int(self.path.split("/")[2])
+            return self._redirect(f"/chain/{step + 1}/{self.path.rsplit('/', 1)[-1]}")
+        if self.path.startswith("/trickle/"):
+            return self._trickle()
+        if self.path.startswith("/fail/"):  # a slow 500, every time
+            time.sleep(0.3)
+            self.send_error(500)
+            return
         if self.path.startswith("/gated/"):
             self.send_error(401)
             return
@@ -129,6 +146,26 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 self.server.served += len(chunk)
                 left -= len(chunk)
+
+    def _redirect(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _trickle(self) -> None:
+        """Headers at once, then one byte a second (a GGUF's first bytes), for a minute."""
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes 0-{MIB - 1}/{4 * MIB}")
+        self.send_header("Content-Length", str(MIB))
+        self.end_headers()
+        for byte in (b"GGUF" + bytes(60))[:60]:
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(1.0)
 
     def _tree(self) -> None:
         # huggingface_hub's list_repo_tree: /api/models/{repo}/tree/{revision}
@@ -183,7 +220,7 @@ def test_header_end_needs_the_whole_header(big: Path) -> None:
     head = big.read_bytes()[: 8 * MIB]
     end = header_end(head)
     assert 1 * MIB < end < 8 * MIB  # the vocabulary pushes it past the first read
-    with pytest.raises(remote._Short):
+    with pytest.raises(remote.ShortHeader):
         header_end(head[: end // 2])
 
 
@@ -219,14 +256,19 @@ def test_a_server_that_ignores_ranges_is_read_only_as_far_as_needed(
         ("gated/x.gguf", "access denied (HTTP 401); a gated or private model needs a token"),
         ("missing.gguf", "not found (HTTP 404)"),
         ("truncated/Sparse-8B-Q4_K_M.gguf", "ended early"),
+        ("trickle/Sparse-8B-Q4_K_M.gguf", "the server sent"),
+        ("loop/a/Sparse-8B-Q4_K_M.gguf", "redirects loop at"),
+        ("chain/0/Sparse-8B-Q4_K_M.gguf", "more than 10 redirects"),
     ],
 )
 def test_http_failures_are_one_sentence(
     server: _Server, tmp_path: Path, path: str, message: str, monkeypatch
 ) -> None:
     monkeypatch.setattr(remote, "RETRIES", 1)
-    with pytest.raises(RemoteError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    monkeypatch.setenv("RIGSPARK_NETWORK_TIMEOUT", "2")
+    with pytest.raises(RemoteError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
         fetch_header(_url(server, path), tmp_path)
+    assert "\n" not in str(err.value)
 
 
 def test_a_slow_server_times_out(tmp_path: Path, monkeypatch) -> None:
@@ -241,6 +283,133 @@ def test_a_slow_server_times_out(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(RemoteError, match=r"could not read it .* after 2 tries"):
         fetch_header(f"http://127.0.0.1:{port}/slow.gguf", tmp_path)
     listener.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[str]:
+    """A server that accepts the connection and never says a word."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/silent.gguf"
+    listener.close()
+
+
+HOSTILE_SERVERS = {
+    "trickle": ("trickle/Sparse-8B-Q4_K_M.gguf", r": the server sent \d+ bytes? in 2 s \("),
+    "never answers": ("", r"silent\.gguf: no answer in 2 s \(the network time limit\)"),
+    "redirect loop": ("loop/a/Sparse-8B-Q4_K_M.gguf", r"\.gguf: redirects loop at .*/loop/a/"),
+    "redirect chain": ("chain/0/Sparse-8B-Q4_K_M.gguf", r"\.gguf: more than 10 redirects$"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_SERVERS)
+def test_a_hostile_server_ends_in_one_line_within_the_deadline(
+    server: _Server, silent: str, tmp_path: Path, capsys, monkeypatch, name: str
+) -> None:
+    """A trickle, a silent server, a redirect loop and an endless chain: exit 2 and one
+    line of RigSpark's own within the configured time (never the HTTP library's words)."""
+    monkeypatch.setenv("RIGSPARK_CACHE_DIR", str(tmp_path / "cache"))
+    path, message = HOSTILE_SERVERS[name]
+    url = _url(server, path) if path else silent
+    began = time.monotonic()
+    argv = ["plan", "--model-url", url, "--network-timeout", "2"]
+    code = main([*argv, "--rig", "examples/rig-2x3090.json", "--json"])
+    took = time.monotonic() - began
+    err = capsys.readouterr().err
+    assert code == 2
+    assert took < 10  # 2 s and the last socket wait's slack; the brief's bound is 40 s
+    lines = [line for line in err.splitlines() if not line.startswith("rigspark-plan: Reading")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("rigspark-plan: error: "), err
+    assert re.search(message, lines[0]), lines[0]
+    assert "infinite loop" not in err and "30x" not in err
+    if name == "redirect loop":  # refused at once, not retried
+        assert len(server.log) == 2
+
+
+def test_retries_share_the_deadline(silent: str, tmp_path: Path, monkeypatch) -> None:
+    """Ten tries of 1 s socket waits still end at the 2 s deadline."""
+    monkeypatch.setattr(remote, "TIMEOUT_S", 1.0)
+    monkeypatch.setattr(remote, "RETRIES", 10)
+    began = time.monotonic()
+    with pytest.raises(RemoteError, match=r"no answer in 2 s"):
+        remote.model_from_url(silent, tmp_path, timeout_s=2)
+    assert time.monotonic() - began < 4
+
+
+def test_a_server_that_keeps_failing_is_retried_only_until_the_deadline(
+    server: _Server, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(remote, "RETRIES", 50)
+    began = time.monotonic()
+    with pytest.raises(RemoteError, match=r"/fail/x\.gguf: HTTP 500, \d+ tries in 2 s \(the"):
+        remote.model_from_url(_url(server, "fail/x.gguf"), tmp_path, timeout_s=2)
+    assert time.monotonic() - began < 4
+    assert 2 <= len(server.log) < 10
+
+
+def test_a_hugging_face_listing_that_never_comes_ends_at_the_deadline(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """huggingface_hub's own client has per-read timeouts only: the listing is waited
+    for until the deadline (a stand-in that never answers, so no thread lingers on)."""
+    release = threading.Event()
+
+    class Api:
+        def list_repo_files(self, repo: str, token: object = None) -> list[str]:
+            release.wait(30)
+            return []
+
+    monkeypatch.setattr(remote, "_hf_api", Api)
+    monkeypatch.setattr(remote, "_hf_token", lambda: None)
+    began = time.monotonic()
+    try:
+        with pytest.raises(RemoteError, match=r"^someone/M-GGUF: Hugging Face did not list"):
+            remote.model_from_hf("hf:someone/M-GGUF", tmp_path, timeout_s=2)
+    finally:
+        release.set()
+    assert time.monotonic() - began < 4
+
+
+def test_the_deadline_defaults_to_30_s_and_is_configurable(monkeypatch) -> None:
+    from rigspark_gui.cli_args import build_parser
+
+    monkeypatch.delenv("RIGSPARK_NETWORK_TIMEOUT", raising=False)
+    assert remote.DEFAULT_TIMEOUT_S == 30.0
+    assert remote.network_timeout() == 30.0 and remote.Deadline().seconds == 30.0
+    args = build_parser(["plan"]).parse_args(["plan", "--model-url", "http://x/y.gguf"])
+    assert args.network_timeout is None  # so the env var, then 30 s, decide
+    monkeypatch.setenv("RIGSPARK_NETWORK_TIMEOUT", "7.5")
+    assert remote.network_timeout() == 7.5
+    assert remote.network_timeout(3) == 3.0  # the CLI flag wins
+    for bad in ("soon", "0", "-1", "inf"):
+        monkeypatch.setenv("RIGSPARK_NETWORK_TIMEOUT", bad)
+        with pytest.raises(RemoteError, match=r"RIGSPARK_NETWORK_TIMEOUT|network time limit"):
+            remote.network_timeout()
+
+
+def test_the_token_stays_on_its_host_across_redirects(monkeypatch) -> None:
+    seen: list[dict[str, str]] = []
+
+    class Opener:
+        def open(self, req, timeout):  # type: ignore[no-untyped-def]
+            seen.append(dict(req.header_items()))
+            if len(seen) == 1:
+                import email.message
+                import urllib.error
+
+                headers = email.message.Message()
+                headers["Location"] = "http://cdn.example/f.gguf"
+                raise urllib.error.HTTPError(req.full_url, 302, "Found", headers, None)
+            return "response"
+
+    monkeypatch.setattr(remote.urllib.request, "build_opener", lambda *a: Opener())
+    got = remote._open(
+        "http://hub.example/f.gguf", {"Authorization": "Bearer t"}, remote.Deadline(5)
+    )
+    assert got == "response"
+    assert "Authorization" in seen[0] and "Authorization" not in seen[1]
 
 
 def test_not_a_gguf_is_said(server: _Server, tmp_path: Path, monkeypatch) -> None:
@@ -322,3 +491,7 @@ def test_the_window_opens_a_remote_model_and_says_why_not(
     w.open_remote(_url(server, "missing.gguf"))
     assert dialogs.shown[-1].title == "Open from the web"
     assert "not found (HTTP 404)" in dialogs.shown[-1].message
+    monkeypatch.setenv("RIGSPARK_NETWORK_TIMEOUT", "2")  # the window's limit, as the CLI's
+    w.open_remote(_url(server, "loop/a/" + big.name))
+    assert "redirects loop at" in dialogs.shown[-1].message
+    assert "\n" not in dialogs.shown[-1].message

@@ -425,6 +425,12 @@ def device_capacity(rig: Rig, device: str) -> tuple[int, int]:
     if device == CPU:
         return rig.ram_usable_bytes, 0
     gpu = rig.gpus[int(device.split(":")[1])]
+    if gpu.unified and gpu.host:
+        # another host's unified chip (served by rpc-server): no more than that host's
+        # usable RAM, which its CPU side (rpc-server, the OS) shares
+        host = next((h for h in rig.hosts if h.name == gpu.host), None)
+        if host is not None and host.ram_total_bytes > 0:
+            return min(gpu.memory_bytes, host.ram_usable_bytes), gpu.reserve_bytes
     return gpu.memory_bytes, gpu.reserve_bytes
 
 

@@ -105,10 +105,17 @@ def judge_fit(loads: Iterable[_Load], pool: Collection[str] = ()) -> Fit:
 
 
 def unified_pool(rig: Rig, used: Iterable[str]) -> frozenset[str]:
-    """The devices of `used` that share one memory: the unified-memory GPUs among them
-    and, when there is one, the CPU (its buffers live in the same memory). Empty when
-    no unified GPU holds anything."""
-    unified = {d for d in used if d != CPU and rig.gpus[int(d.split(":")[1])].unified}
+    """The devices of `used` that share one memory: this machine's unified-memory GPUs
+    among them and, when there is one, the CPU (its buffers live in the same memory).
+    Empty when no unified GPU here holds anything. Another host's unified chip is judged
+    on its own: its capacity is already its host's usable memory (`device_capacity`)."""
+    unified = {
+        d
+        for d in used
+        if d != CPU
+        and rig.gpus[int(d.split(":")[1])].unified
+        and not rig.gpus[int(d.split(":")[1])].host
+    }
     return frozenset({CPU, *unified}) if unified else frozenset()
 
 

@@ -90,7 +90,7 @@ def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
     gpu_only = cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED
     required = usable = weights = kv = compute = reserve = 0
     # one pool on a unified chip: the CPU-side buffers live in the same memory as the GPU's
-    pool = tally.keys() if cand.name is PathName.UNIFIED else ()
+    pool = tally.keys() if cand.name is PathName.UNIFIED else cand.pool
     fits, shortfall = judge_fit(tally.values(), pool)
     gpu_usable = 0
     for d, t in tally.items():

@@ -139,9 +139,12 @@ class PathPlan:
 class PathCandidate:
     """A path's device set and how to place a model on it."""
 
-    def __init__(self, name: PathName, gpu_ids: Sequence[int]) -> None:
+    def __init__(self, name: PathName, gpu_ids: Sequence[int], pool: Sequence[str] = ()) -> None:
         self.name = name
         self.gpu_ids = list(gpu_ids)
+        # devices judged as one memory besides the unified path's (a multi-host path's
+        # unified chip on this machine and its CPU side)
+        self.pool = tuple(pool)
 
 
 def is_discrete(g: Gpu) -> bool:
@@ -185,6 +188,11 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
         # a rig file names the chip without setting unified_memory
         if unified and (rig.unified_memory or not discrete):
             out.append(PathCandidate(PathName.UNIFIED, unified[:1]))
+            # other hosts' devices over RPC, this chip last; its CPU side shares its memory
+            remote = remote_peers(rig, None)
+            if remote:
+                pool = ("cpu", f"gpu:{unified[0]}")
+                out.append(PathCandidate(PathName.MULTI_HOST, [*remote, unified[0]], pool))
         elif discrete:
             largest = max(discrete, key=lambda i: (rig.gpus[i].capacity_bytes, -i))
             vendor = rig.gpus[largest].vendor
@@ -205,15 +213,26 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
     return out
 
 
+def is_rpc_device(g: Gpu) -> bool:
+    """A GPU another host serves with `rpc-server`: a discrete one, or a unified chip
+    (Strix Halo, GB10, Apple) whose usable share of its host's memory is its capacity."""
+    return bool(g.host) and (is_discrete(g) or (g.unified and g.memory_bytes > 0))
+
+
 def remote_peers(rig: Rig, vendor: Vendor | None) -> list[int]:
-    """The other hosts' discrete GPUs of one vendor (None: the vendor most of them are),
-    host by host in the rig's order."""
+    """The other hosts' GPUs (`is_rpc_device`) of one vendor (None: the vendor most of
+    them are), host by host in the rig's order; a unified host offers its one chip."""
     order = {name: i for i, name in enumerate(rig.host_names)}
-    theirs = [i for i, g in enumerate(rig.gpus) if g.host and is_discrete(g)]
+    theirs = [i for i, g in enumerate(rig.gpus) if is_rpc_device(g)]
     if vendor is None and theirs:
         vendors = [rig.gpus[i].vendor for i in theirs]
         vendor = max(set(vendors), key=vendors.count)
     ids = [i for i in theirs if rig.gpus[i].vendor == vendor]
+    first: dict[str, int] = {}
+    for i in ids:
+        if rig.gpus[i].unified:
+            first.setdefault(rig.gpus[i].host, i)
+    ids = [i for i in ids if not rig.gpus[i].unified or first[rig.gpus[i].host] == i]
     return sorted(ids, key=lambda i: (order.get(rig.gpus[i].host, len(order)), i))
 
 
