@@ -77,6 +77,8 @@ def _budget(case: dict[str, object]) -> Outcome:
         kv_k=KvCacheType(case["kv"]),
         kv_v=KvCacheType(case["kv"]),
         memory_utilization=case["memory_utilization"],
+        max_num_seqs=case.get("max_num_seqs"),
+        max_num_batched_tokens=case.get("max_num_batched_tokens"),
     )
     sp = size_serving(g, rig, s, list(range(n)), tp, n // tp, str(case["format"]), None)
     logged = case["logged"]
@@ -84,7 +86,10 @@ def _budget(case: dict[str, object]) -> Outcome:
     if "kv_cache_tokens" in logged:
         ours, theirs = float(sp.kv_cache_tokens), float(logged["kv_cache_tokens"])
     else:
-        ours = sp.gpus[0].kv_cache_bytes / GIB
+        b = sp.gpus[0]
+        # vLLM logs what is left of its claim, negative when nothing is
+        raw = b.budget_bytes - b.weights_bytes - b.activation_bytes - b.non_torch_bytes
+        ours = (raw if case["engine"] == "vllm" else b.kv_cache_bytes) / GIB
         theirs = float(logged.get("available_kv_gib", ours))
     return Outcome(
         case,

@@ -1,8 +1,9 @@
 """Serving figures against vLLM and SGLang start-up logs (validation/serving_cases.json).
 
 Every case must land within 5 % of what the engine logged, with the engine's verdict
-(starts or refuses), except the misses listed here with the bound docs/validation-serving.md
-states for them."""
+(starts or refuses); a vLLM budget planned from the GPU and the model alone (weights,
+activation peak, workspaces) within 15 %, the bound a user can plan with. Each case is a
+test of its own, pinned to its bound."""
 
 from __future__ import annotations
 
@@ -16,15 +17,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from validation.serving import KV_TARGET, evaluate
 
 OUTCOMES = {str(o.case["id"]): o for o in evaluate()}
-# vLLM's activation peak of a 235B MoE at TP 4 is under-estimated by ~1.3 GiB (its
-# fused-MoE and sampler buffers together): the pool comes out high.
-KNOWN_MISSES = {"vllm-qwen3-235b-fp8-4xh200": 0.20}
+BUDGET_TARGET = 0.15  # a vLLM whole budget (predicted, not read from the log)
+# Fitted: vllm#21429's logged torch peak sets SAMPLER_BYTES_PER_LOGIT and its non-torch
+# figure the NVLink-switch workspace, so this case checks nothing beyond the fit; it is
+# kept at 5 % so that the fit cannot drift. Every other vLLM budget case is held out.
+FITTED = {"vllm-qwen3-235b-fp8-4xh200"}
+
+
+def _bound(case_id: str) -> float:
+    case = OUTCOMES[case_id].case
+    if case["kind"] == "budget" and case["engine"] == "vllm" and case_id not in FITTED:
+        return BUDGET_TARGET
+    return KV_TARGET
 
 
 @pytest.mark.parametrize("case_id", sorted(OUTCOMES))
 def test_case_within_target(case_id: str) -> None:
     o = OUTCOMES[case_id]
-    bound = KNOWN_MISSES.get(case_id, KV_TARGET)
+    bound = _bound(case_id)
     assert abs(o.kv_error) <= bound, f"{case_id}: {o.kv_ours:.2f} vs {o.kv_logged:.2f}"
     assert o.verdict_right
 
@@ -41,3 +51,13 @@ def test_refusals_give_the_engines_estimate() -> None:
         logged = o.case["logged"]
         assert isinstance(logged, dict)
         assert o.needed_ours_gib == pytest.approx(float(logged["needed_kv_gib"]), abs=0.01)
+
+
+def test_refused_logs_are_refused() -> None:
+    """The logs whose engine refused to start (MXFP4 gpt-oss-120b on one H100 among
+    them) are refused by the plan too, and those that started start."""
+    for o in OUTCOMES.values():
+        logged = o.case["logged"]
+        assert isinstance(logged, dict)
+        assert o.starts_ours == bool(logged["starts"]), o.case["id"]
+    assert sum(1 for o in OUTCOMES.values() if not o.starts_ours) >= 5

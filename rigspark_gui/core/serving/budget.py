@@ -96,14 +96,18 @@ def forward_peak(g: Geometry, tp: int, batched_tokens: int) -> int:
 def sampler_peak(g: Geometry, batched_tokens: int, seqs: int) -> int:
     """The dummy sampling step over min(seqs, batched_tokens) rows of full-vocabulary
     logits (vLLM samples on every rank, after gathering the vocabulary shards)."""
-    return min(seqs, batched_tokens) * g.n_vocab * SAMPLER_BYTES_PER_LOGIT
+    return int(min(seqs, batched_tokens) * g.n_vocab * SAMPLER_BYTES_PER_LOGIT)
 
 
-# Bytes per logit alive at the dummy sampler's peak (vllm/v1/sample/sampler.py and
-# ops/topk_topp_sampler.py, apply_top_k_top_p): the gathered 16-bit logits (2), their
-# float32 copy (4), the sort's values (4) and int64 indices (8), the sort's own scratch
-# (~12) before the masks, probabilities and scatter replace it.
-SAMPLER_BYTES_PER_LOGIT = 30
+# Bytes per logit alive at the dummy sampler's peak. Counting vllm/v1/sample/sampler.py
+# and ops/topk_topp_sampler.py (apply_top_k_top_p) gives ~30: the gathered 16-bit logits
+# (2), their float32 copy (4), the sort's values (4) and int64 indices (8), the sort's
+# scratch (~12). The allocator's peak is higher: vllm#21429 prints it ("torch peak
+# memory increase: 5.62GiB" for 1024 rows of Qwen3's 151,936-token vocabulary, whose
+# forward pass peaks far lower), 38.8 bytes a logit. Fitted on that log alone; held out
+# and within 0.15 GiB: gpt-oss-120b on one H100 at 1024 rows of a 201,088-token
+# vocabulary (vllm#23278: -2.14 GiB left for KV; vllm#27508: 1.71 GiB).
+SAMPLER_BYTES_PER_LOGIT = 38.8
 
 
 def non_torch_bytes(tp: int, pp: int, nvswitch: bool = False) -> int:

@@ -197,17 +197,20 @@ def _kv_share(g: Geometry, layer: int, tp: int) -> float:
 
 
 @lru_cache(maxsize=1024)
-def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
-    """Bytes one tensor-parallel rank holds, per block and for the embedding and head."""
+def rank_weights(g: Geometry, fmt_name: str, tp: int, *, padded: bool = True) -> RankWeights:
+    """Bytes one tensor-parallel rank holds, per block and for the embedding and head
+    (`padded=False`: as the checkpoint stores them, without the engine's padding)."""
     fmt = FORMATS[fmt_name]
     sh = _shape_of(g)
+
+    pad = mxfp4_expert_padding(g, tp) if padded and fmt.name == "MXFP4" else 1.0
 
     def linear(il: int) -> float:
         """The layer's sharded linear weights (not K/V) in this format."""
         if not fmt.experts_only:
             return sh.layer_other[il].bytes_as(fmt)
         ex = sh.layer_experts[il]
-        return (sh.layer_other[il].elements - ex.elements) * 2.0 + ex.bytes_as(fmt)
+        return (sh.layer_other[il].elements - ex.elements) * 2.0 + ex.bytes_as(fmt) * pad
 
     dense = FORMATS["BF16"] if fmt.experts_only else fmt
     layers = tuple(
@@ -226,6 +229,28 @@ def rank_weights(g: Geometry, fmt_name: str, tp: int) -> RankWeights:
         sh.n_params,
         int(sh.active),
     )
+
+
+def _round_up(n: int, k: int) -> int:
+    return -(-n // k) * k
+
+
+def mxfp4_expert_padding(g: Geometry, tp: int) -> float:
+    """How much larger vLLM allocates MXFP4 experts than the checkpoint stores them.
+
+    vLLM (model_executor/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights)
+    allocates w13/w2 with the expert intermediate size per TP rank and the hidden size
+    padded for its MoE kernel; on GPUs without native FP4 (Hopper and older) 0.10's
+    backend is Marlin ("Weight-only FP4 compression will be used leveraging the Marlin
+    kernel"), which needs intermediate % 128 == 0 and hidden % 256 == 0. gpt-oss-120b:
+    2880 -> 2944 and 2880 -> 3072, +9 % on the experts (65.97 GiB loaded on one H100 in
+    vllm#23278 against 60.8 unpadded). Blackwell's FlashInfer backends pad both to 256,
+    the Triton backend of later versions only the intermediate size to 64: Marlin's is
+    the figure planned (the largest on the GPUs most plans are for)."""
+    if not g.n_expert or not g.n_ff_expert or not g.n_embd:
+        return 1.0
+    inter = max(g.n_ff_expert // tp, 1)
+    return (_round_up(inter, 128) / inter) * (_round_up(g.n_embd, 256) / g.n_embd)
 
 
 def pp_partition(n_layer: int, pp: int) -> tuple[int, ...]:
@@ -267,7 +292,8 @@ def rope_bytes(g: Geometry) -> int:
 
 
 def checkpoint_bytes(g: Geometry, fmt_name: str, *, with_rope: bool = True) -> int:
-    """The whole checkpoint as loaded (TP 1, one stage); `with_rope=False`: as stored."""
-    w = rank_weights(g, fmt_name, 1)
+    """The whole checkpoint as loaded (TP 1, one stage); `with_rope=False`: as stored
+    (no rotary table, no engine padding: what a read checkpoint's bytes compare with)."""
+    w = rank_weights(g, fmt_name, 1, padded=with_rope)
     total = w.embedding + w.head + sum(w.layers)
     return total if with_rope else total - rope_bytes(g)
