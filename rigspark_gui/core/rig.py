@@ -20,6 +20,24 @@ DEFAULT_GPU_RESERVE_BYTES = 250 * MIB
 DEFAULT_RAM_RESERVE_BYTES = 2 * GIB
 
 
+RPC_CPU_PREFIX = "rpc-cpu:"
+
+
+def rpc_cpu_device(host: str) -> str:
+    """The device another host's CPU is over llama.cpp RPC (rpc-server on a CPU box)."""
+    return f"{RPC_CPU_PREFIX}{host}"
+
+
+def rpc_cpu_host(device: str) -> str | None:
+    """The host of an `rpc-cpu:HOST` device, None for any other device."""
+    return device.removeprefix(RPC_CPU_PREFIX) if device.startswith(RPC_CPU_PREFIX) else None
+
+
+def gpu_index(device: str) -> int | None:
+    """The rig index of a `gpu:N` device; None for `cpu` and `rpc-cpu:HOST`."""
+    return int(device[4:]) if device.startswith("gpu:") else None
+
+
 class Basis(StrEnum):
     MEASURED = "measured"
     SPEC = "spec"
@@ -254,6 +272,15 @@ class Rig:
     def host_names(self) -> tuple[str, ...]:
         """'' (this machine) first, then every other host in order."""
         return ("", *(h.name for h in self.hosts))
+
+    @property
+    def cpu_hosts(self) -> tuple[Host, ...]:
+        """Other hosts with no GPU: each serves its CPU over RPC (`rpc-cpu:HOST`)."""
+        tagged = {g.host for g in self.gpus}
+        return tuple(h for h in self.hosts if h.name not in tagged)
+
+    def host(self, name: str) -> Host | None:
+        return next((h for h in self.hosts if h.name == name), None)
 
     @property
     def link(self) -> Network:

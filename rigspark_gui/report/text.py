@@ -17,6 +17,11 @@ def path_label(p: PathPlan) -> str:
     if p.path is PathName.MULTI_GPU:
         return f"multi-gpu ({p.gpu_count} GPUs)"
     if p.path is PathName.MULTI_HOST:
+        cpus = sum(1 for d in p.devices if d.startswith("rpc-cpu:"))
+        if cpus:
+            # other hosts' CPUs served with rpc-server count as devices of their own
+            gpus = f"{p.gpu_count} GPU{'s' if p.gpu_count != 1 else ''}"
+            return f"multi-host ({gpus}, {cpus} host CPU{'s' if cpus != 1 else ''})"
         return f"multi-host ({p.gpu_count} GPUs)"
     return p.path.value
 
@@ -184,10 +189,13 @@ def format_serving(sp: ServingPlan) -> str:
 
 
 def format_loads(loads: tuple[DeviceLoad, ...]) -> str:
-    rows = ["Per device:      weights        KV   compute   reserve     total  capacity"]
+    # wider only for a long name (another host's CPU, `rpc-cpu:HOST`)
+    width = max([8, *(len(d.device) for d in loads)])
+    pad = " " * (width - 8)
+    rows = [f"Per device:{pad}      weights        KV   compute   reserve     total  capacity"]
     for d in loads:
         rows.append(
-            f"  {d.device:<8} {human_bytes(d.weights_bytes):>10} {human_bytes(d.kv_bytes):>9}"
+            f"  {d.device:<{width}} {human_bytes(d.weights_bytes):>10} {human_bytes(d.kv_bytes):>9}"
             f" {human_bytes(d.compute_bytes):>9} {human_bytes(d.reserve_bytes):>9}"
             f" {human_bytes(d.total_bytes):>9} {human_bytes(d.capacity_bytes):>9}"
             f"  {d.verdict.value}"

@@ -10,7 +10,7 @@ from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QLabel, QListView, QVBoxLayout, QWidget
 
 from rigspark_gui.core.placement import CPU
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Rig, rpc_cpu_host
 from rigspark_gui.ui.capacity_bar import CapacityBar
 from rigspark_gui.ui.lane_model import UNIT_ROLE, LaneModel
 from rigspark_gui.ui.layer_strip import LayerStrip
@@ -85,11 +85,19 @@ def host_groups(ordered: Sequence[str], rig: Rig | None) -> list[tuple[str, list
     """Runs of lanes on one host ('' = this machine), in the order given."""
     groups: list[tuple[str, list[str]]] = []
     for d in ordered:
-        host = "" if d == CPU or rig is None else rig.gpus[int(d[4:])].host
+        host = "" if d == CPU or rig is None else lane_host(d, rig)
         if not groups or groups[-1][0] != host:
             groups.append((host, []))
         groups[-1][1].append(d)
     return groups
+
+
+def lane_host(device: str, rig: Rig) -> str:
+    """The host of a lane's device: a GPU's, another host's CPU (`rpc-cpu:HOST`)'s."""
+    cpu_host = rpc_cpu_host(device)
+    if cpu_host is not None:
+        return cpu_host
+    return "" if device == CPU else rig.gpus[int(device.split(":")[1])].host
 
 
 def host_title(host: str, rig: Rig | None) -> str:
@@ -105,6 +113,10 @@ def device_name(device: str, rig: Rig) -> str:
     """The rig's name for a lane's device (a GPU of another host says which one there)."""
     if device == CPU:
         return rig.cpu.name
+    cpu_host = rpc_cpu_host(device)
+    if cpu_host is not None:
+        h = rig.host(cpu_host)
+        return f"{h.cpu.name if h is not None else 'CPU'} (CPU of {cpu_host})"
     gpu = rig.gpus[int(device.split(":")[1])]
     # another host numbers its GPUs from 0: say which one it is there
     return f"{gpu.name} (GPU {gpu.index} on {gpu.host})" if gpu.host else gpu.name

@@ -148,6 +148,33 @@ def test_lanes_are_grouped_by_host_and_a_layer_drags_across(hosts: MainWindow) -
     assert "--rpc 192.168.1.11:50052" in tab.command_text.toPlainText()
 
 
+def test_cpu_boxes_have_lanes_of_their_own(qtbot, tmp_path, monkeypatch) -> None:
+    # hosts without a GPU serve their CPU over RPC: a lane each, under its host
+    rig = json.loads(TWO_HOSTS.read_text())
+    box = {"ram_total_bytes": 64 << 30, "cpu": {"name": "AMD EPYC 4364P", "cores": 8,
+                                                "memory_bandwidth_gbps": 83.2}}  # fmt: skip
+    rig["ram_total_bytes"] = 16 << 30
+    rig["hosts"] = [{"name": f"cpu{k}", "address": f"10.0.1.{k}", **box} for k in (1, 2)]
+    path = tmp_path / "rig.json"
+    path.write_text(json.dumps(rig))
+    w = _window(qtbot, tmp_path, monkeypatch, path)
+    w.session.set_model("llama-3.3-70b-instruct")
+    w.session.update_settings(context=8192, quant="Q4_K_M")
+    w.tabs.setCurrentWidget(w.layers_tab)
+    assert w.session.plan.recommended.value == "multi-host"
+    tab = w.layers_tab
+    titles = [b.title() for b in tab._host_boxes]
+    assert titles[0].startswith("cpu1 (10.0.1.1): rpc-server")
+    assert titles[1].startswith("cpu2 (10.0.1.2): rpc-server")
+    assert titles[2].startswith("This machine")
+    assert tab.lane("rpc-cpu:cpu1").parent() is tab._host_boxes[0]
+    assert tab.lane("rpc-cpu:cpu2").parent() is tab._host_boxes[1]
+    assert tab.lane_model("rpc-cpu:cpu1").unit_ids()
+    text = tab.command_text.toPlainText()
+    assert "--rpc 10.0.1.1:50052,10.0.1.2:50052" in text
+    assert text == w.session.plan.launch.text
+
+
 def test_the_rig_panel_lists_each_host(hosts: MainWindow) -> None:
     tree = hosts.rig_panel.device_tree
     top = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]

@@ -22,8 +22,15 @@ from dataclasses import dataclass
 
 from rigspark_gui.core.launch.engine import model_args
 from rigspark_gui.core.model import KvCacheType, ModelSpec
-from rigspark_gui.core.placement import CPU, INPUT, DeviceLoad, Placement, llama_cpp_slots
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.placement import (
+    CPU,
+    INPUT,
+    DeviceLoad,
+    Placement,
+    gpu_index,
+    llama_cpp_slots,
+)
+from rigspark_gui.core.rig import Rig, rpc_cpu_host
 from rigspark_gui.core.serving import FORMATS, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 
@@ -88,6 +95,14 @@ def _address(rig: Rig, host: str) -> str:
     return h.address or h.name
 
 
+def _host_of(rig: Rig, device: str) -> str:
+    """The host of a GPU or of another host's CPU ('' = this machine)."""
+    i = gpu_index(device)
+    if i is not None:
+        return rig.gpus[i].host
+    return rpc_cpu_host(device) or ""
+
+
 def _gpu_env(rig: Rig, ids: Sequence[int]) -> list[tuple[str, str]]:
     """Show a process only its GPUs (their numbers on their own host)."""
     if not ids:
@@ -113,10 +128,10 @@ def rpc_launch(
     engine = "llama.cpp RPC"
     if not (s.kv_k.llama_cpp and s.kv_v.llama_cpp):
         return _refuse(engine, "the fp8 KV cache is a vLLM option; llama.cpp has no such type")
-    order = [int(d.split(":")[1]) for d in placement.devices if d != CPU]
+    order = [d for d in placement.devices if d != CPU]
     slots = [u.device for u in placement.units if u.unit != INPUT]
-    used = [i for i in order if f"gpu:{i}" in slots]
-    counts = [slots.count(f"gpu:{i}") for i in used]
+    used = [d for d in order if d in slots]
+    counts = [slots.count(d) for d in used]
     n_gpu_slots = sum(counts)
     if any(u.experts_device not in (None, u.device) for u in placement.units) or (
         n_gpu_slots
@@ -127,24 +142,23 @@ def rpc_launch(
             "over RPC each device must hold one run of layers, other hosts' first and this "
             "machine's last (llama.cpp's device order): reset the placement to run it",
         )
-    remote_hosts = [h for h in rig.host_names[1:] if any(rig.gpus[i].host == h for i in used)]
+    remote_hosts = [h for h in rig.host_names[1:] if any(_host_of(rig, d) == h for d in used)]
     scripts: list[HostScript] = []
     endpoints: list[str] = []
     for n, host in enumerate(remote_hosts, start=1):
-        ids = [i for i in used if rig.gpus[i].host == host]
+        ids = [i for d in used if _host_of(rig, d) == host and (i := gpu_index(d)) is not None]
         address = _address(rig, host)
         argv = ["rpc-server", "-H", "0.0.0.0", "-p", str(RPC_PORT), "-c"]
+        # a host without a GPU serves its CPU (one device, no GPU to show)
+        role = "rpc-server for its CPU"
+        if ids:
+            role = f"rpc-server for {len(ids)} GPU{'s' if len(ids) > 1 else ''}"
+        env = _gpu_env(rig, ids)
         scripts.append(
-            HostScript(
-                host=host,
-                address=address,
-                role=f"rpc-server for {len(ids)} GPU{'s' if len(ids) > 1 else ''}",
-                order=n,
-                text=_line(_gpu_env(rig, ids), argv),
-            )
+            HostScript(host=host, address=address, role=role, order=n, text=_line(env, argv))
         )
         endpoints.append(f"{address}:{RPC_PORT}")
-    local = [i for i in used if not rig.gpus[i].host]
+    local = [i for d in used if (i := gpu_index(d)) is not None and not rig.gpus[i].host]
     model, model_notes = model_args(spec, quant, model_path)
     argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(n_gpu_slots)]
     if endpoints:
@@ -171,7 +185,7 @@ def rpc_launch(
         "its own CUDA_VISIBLE_DEVICES and port, and list each in --rpc",
     ]
     remote_bytes = sum(
-        d.weights_bytes for d in loads if d.device != CPU and rig.gpus[int(d.device[4:])].host
+        d.weights_bytes for d in loads if d.device != CPU and _host_of(rig, d.device)
     )
     if remote_bytes:
         seconds = remote_bytes / rig.link.bytes_per_s

@@ -56,7 +56,10 @@ def _spans_hosts(placement: Placement, rig: Rig) -> bool:
     devices = {u.device for u in placement.units} | {
         u.experts_device for u in placement.units if u.experts_device is not None
     }
-    return any(d != CPU and rig.gpus[int(d.split(":")[1])].host for d in devices)
+    return any(
+        d != CPU and (not d.startswith("gpu:") or rig.gpus[int(d.split(":")[1])].host)
+        for d in devices
+    )
 
 
 def launch_commands(

@@ -189,7 +189,7 @@ def visible_gpus(placement: Placement, rig: Rig, prefix: str) -> list[int] | Non
             int(d.split(":")[1])
             for u in placement.units
             for d in (u.device, u.experts_device)
-            if d is not None and d != CPU
+            if d is not None and d.startswith("gpu:")
         }
     )
     if prefix not in _VISIBLE_ENV or not rig.gpus or len(used) == len(rig.gpus):
@@ -209,7 +209,7 @@ def visible_from_env(env: Sequence[tuple[str, str]]) -> list[int] | None:
 
 def _local(device: str, visible: Sequence[int] | None) -> str:
     """A placement device as the backend numbers it when only `visible` GPUs are shown."""
-    if device == CPU or visible is None:
+    if not device.startswith("gpu:") or visible is None:
         return device
     return gpu_device(visible.index(int(device.split(":")[1])))
 

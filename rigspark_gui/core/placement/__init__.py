@@ -16,6 +16,7 @@ from rigspark_gui.core.placement.layout import (
     DeviceLoad,
     Placement,
     auto_place,
+    device_capacity,
     device_loads,
     gpu_device,
     kv_devices,
@@ -47,6 +48,7 @@ from rigspark_gui.core.placement.verdict import (
     shortfall_bytes,
     unified_pool,
 )
+from rigspark_gui.core.rig import gpu_index
 
 __all__ = [
     "CPU",
@@ -62,12 +64,14 @@ __all__ = [
     "Placement",
     "Verdict",
     "auto_place",
+    "device_capacity",
     "device_loads",
     "even_split",
     "fill_fastest_first",
     "fit_by_ngl",
     "fits_within",
     "gpu_device",
+    "gpu_index",
     "judge_fit",
     "kv_devices",
     "kv_total_fast",

@@ -26,10 +26,12 @@ from rigspark_gui.core.memory import (
 )
 from rigspark_gui.core.model import Geometry, KvCacheType
 from rigspark_gui.core.placement.layout import (
+    DeviceId,
+    as_device,
     device_capacity,
-    gpu_device,
     input_copies,
     llama_cpp_ranges,
+    split_memory,
 )
 from rigspark_gui.core.placement.verdict import CPU, HEADROOM, fits_within, shortfall_bytes
 from rigspark_gui.core.rig import Rig
@@ -337,24 +339,24 @@ class FitEvaluator:
             read[d] = read.get(d, 0.0) + b
         return read
 
-    def default_split(self, gpu_ids: Sequence[int]) -> list[float]:
-        return [float(max(self.rig.gpus[i].memory_bytes, 1)) for i in gpu_ids]
+    def default_split(self, gpu_ids: Sequence[DeviceId]) -> list[float]:
+        return [float(max(split_memory(self.rig, as_device(i)), 1)) for i in gpu_ids]
 
     def llama_cpp_tally(
-        self, ngl: int, gpu_ids: Sequence[int], split: Sequence[float] | None = None
+        self, ngl: int, gpu_ids: Sequence[DeviceId], split: Sequence[float] | None = None
     ) -> dict[str, DeviceTally]:
         split = self.default_split(gpu_ids) if split is None else split
         return self.tally_ranges(llama_cpp_ranges(self.g.n_layer, ngl, split, gpu_ids))
 
-    def max_ngl(self, gpu_ids: Sequence[int]) -> int:
+    def max_ngl(self, gpu_ids: Sequence[DeviceId]) -> int:
         """The largest -ngl whose GPU loads all fit (0 if not even the head fits)."""
 
         n = self.g.n_layer
         split = self.default_split(gpu_ids)
         usable = {}
         for gid in gpu_ids:
-            capacity, reserve = self._device_capacity(gpu_device(gid))
-            usable[gpu_device(gid)] = max(capacity - reserve, 0)
+            capacity, reserve = self._device_capacity(as_device(gid))
+            usable[as_device(gid)] = max(capacity - reserve, 0)
         layout = self.layout
         head = layout.output_bytes + layout.tied_head_bytes
 
@@ -387,7 +389,7 @@ class FitEvaluator:
                 hi = mid - 1
         return lo
 
-    def fill_split(self, gpu_ids: Sequence[int]) -> list[float]:
+    def fill_split(self, gpu_ids: Sequence[DeviceId]) -> list[float]:
         """A --tensor-split (slot counts) that fills each GPU in turn up to what it can
         hold, the last taking the rest and the head: for full offload when the default
         split (by free memory) overloads one device."""
@@ -403,7 +405,7 @@ class FitEvaluator:
             if pos == len(gpu_ids) - 1:
                 counts.append(float(n + 1 - lo))
                 break
-            capacity, reserve = self._device_capacity(gpu_device(gid))
+            capacity, reserve = self._device_capacity(as_device(gid))
             rep = self._t.first_full[lo] if lo < n else lo
             # without pipeline copies, which llama.cpp drops when they do not fit
             compute = device_compute_bytes(self.g, self.s, [min(rep, n - 1)], False)

@@ -33,7 +33,7 @@ from rigspark_gui.core.placement.verdict import (
     shortfall_bytes,
     unified_pool,
 )
-from rigspark_gui.core.rig import Rig, Vendor
+from rigspark_gui.core.rig import Rig, Vendor, gpu_index, rpc_cpu_device, rpc_cpu_host
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
 INPUT = "input"
@@ -42,6 +42,14 @@ OUTPUT = "output"
 
 def gpu_device(index: int) -> str:
     return f"gpu:{index}"
+
+
+DeviceId = int | str
+"""A GPU by its rig index, or a device by name (`rpc-cpu:HOST`: another host's CPU)."""
+
+
+def as_device(gid: DeviceId) -> str:
+    return gpu_device(gid) if isinstance(gid, int) else gid
 
 
 def block_id(layer: int) -> str:
@@ -155,17 +163,19 @@ def rig_devices(rig: Rig) -> tuple[str, ...]:
     devices, host by host) before this machine's, so layers fill them first and the head
     stays here (llama.cpp src/llama.cpp: RPC servers go at the front of the list)."""
     order = {name: i for i, name in enumerate(rig.host_names[1:])}
-    remote = sorted(
-        (i for i, g in enumerate(rig.gpus) if g.host),
-        key=lambda i: (order.get(rig.gpus[i].host, len(order)), i),
-    )
-    local = [i for i, g in enumerate(rig.gpus) if not g.host]
-    return (CPU, *(gpu_device(i) for i in [*remote, *local]))
+    remote: list[tuple[int, int, str]] = [
+        (order.get(g.host, len(order)), i, gpu_device(i)) for i, g in enumerate(rig.gpus) if g.host
+    ]
+    # a host without a GPU serves its CPU with rpc-server: one more RPC device
+    remote += [(order[h.name], -1, rpc_cpu_device(h.name)) for h in rig.cpu_hosts]
+    local = [gpu_device(i) for i, g in enumerate(rig.gpus) if not g.host]
+    return (CPU, *(d for _, _, d in sorted(remote)), *local)
 
 
 def llama_gpu_order(rig: Rig) -> list[int]:
-    """GPU numbers in the order llama.cpp lists them (`rig_devices` without the CPU)."""
-    return [int(d.split(":")[1]) for d in rig_devices(rig) if d != CPU]
+    """GPU numbers in the order llama.cpp lists them (`rig_devices` without the CPU and
+    other hosts' CPUs)."""
+    return [i for d in rig_devices(rig) if (i := gpu_index(d)) is not None]
 
 
 def _units(g: Geometry, devices: Sequence[str]) -> tuple[UnitPlacement, ...]:
@@ -192,7 +202,7 @@ def _f32(x: float) -> float:
     return float(struct.unpack("f", struct.pack("f", x))[0])
 
 
-def _check_split(ngl: int, split: Sequence[float], gpu_ids: Sequence[int]) -> None:
+def _check_split(ngl: int, split: Sequence[float], gpu_ids: Sequence[DeviceId]) -> None:
     if ngl < 0:
         raise InvalidPlacementError("-ngl cannot be negative")
     if gpu_ids and len(split) != len(gpu_ids):
@@ -204,7 +214,7 @@ def _check_split(ngl: int, split: Sequence[float], gpu_ids: Sequence[int]) -> No
 
 
 def llama_cpp_ranges(
-    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
+    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[DeviceId]
 ) -> list[tuple[str, int, int]]:
     """(device, first slot, end slot) runs of llama.cpp's -ngl/--tensor-split rule; see
     `_llama_cpp_ranges`. Cached: planning asks for the same split many times."""
@@ -213,7 +223,7 @@ def llama_cpp_ranges(
 
 @lru_cache(maxsize=8192)
 def _llama_cpp_ranges(
-    n_layer: int, ngl: int, split: tuple[float, ...], gpu_ids: tuple[int, ...]
+    n_layer: int, ngl: int, split: tuple[float, ...], gpu_ids: tuple[DeviceId, ...]
 ) -> tuple[tuple[str, int, int], ...]:
     """(device, first slot, end slot) runs of llama.cpp's -ngl/--tensor-split rule over the
     n_layer + 1 slots (the head is slot n_layer), in slot order, empty runs left out.
@@ -249,13 +259,13 @@ def _llama_cpp_ranges(
             while hi < end and _f32((hi - start) / active) < bounds[k]:
                 hi += 1
         if hi > lo:
-            out.append((gpu_device(gid), lo, hi))
+            out.append((as_device(gid), lo, hi))
         lo = hi
     return tuple(out)
 
 
 def llama_cpp_slots(
-    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[int]
+    n_layer: int, ngl: int, split: Sequence[float], gpu_ids: Sequence[DeviceId]
 ) -> list[str]:
     """Device of each of the n_layer + 1 slots under llama.cpp's -ngl/--tensor-split rule."""
     out: list[str] = []
@@ -274,16 +284,21 @@ class LlamaBase(NamedTuple):
     counts: list[int]
 
 
-def _base_from(devices: Sequence[str], start: int, order: Sequence[int]) -> LlamaBase:
-    """`order`: the GPUs in llama.cpp's device order (the placement's device list)."""
-    counts = [0] * (max(order) + 1 if order else 0)
+def _base_from(devices: Sequence[str], start: int, order: Sequence[str]) -> LlamaBase:
+    """`order`: the devices in llama.cpp's order (the placement's device list)."""
+    gpus = [i for d in order if (i := gpu_index(d)) is not None]
+    counts = [0] * (max(gpus) + 1 if gpus else 0)
+    on: dict[str, int] = dict.fromkeys(order, 0)
     for d in devices[start:]:
         if d != CPU:
-            counts[int(d.split(":")[1])] += 1
+            on[d] = on.get(d, 0) + 1
+            i = gpu_index(d)
+            if i is not None:
+                counts[i] += 1
     n_slots = len(devices)
-    if not any(counts):
+    if not any(on.values()):
         return LlamaBase([CPU] * n_slots, start, counts)
-    split = [float(counts[i]) for i in order]
+    split = [float(on[d]) for d in order]
     base = llama_cpp_slots(n_slots - 1, n_slots - start, split, order)
     return LlamaBase(base, start, counts)
 
@@ -293,7 +308,7 @@ def llama_base(placement: Placement) -> LlamaBase:
     (launch commands move the rest with -ot). Starting the offloaded range where a GPU
     run begins is where differences are fewest."""
     devices = [u.device for u in placement.units if u.unit != INPUT]
-    order = [int(d.split(":")[1]) for d in placement.devices if d != CPU]
+    order = [d for d in placement.devices if d != CPU]
     n_slots = len(devices)
     starts = [i for i, d in enumerate(devices) if d != CPU and (i == 0 or devices[i - 1] == CPU)]
     best: tuple[int, LlamaBase] | None = None
@@ -341,17 +356,20 @@ def auto_place(
     *,
     ngl: int | None = None,
     tensor_split: Sequence[float] | None = None,
-    gpu_ids: Sequence[int] | None = None,
+    gpu_ids: Sequence[DeviceId] | None = None,
 ) -> Placement:
     """llama.cpp's placement: ngl None offloads every slot; split defaults to free memory.
     Without `gpu_ids`, every GPU in llama.cpp's order (other hosts' first); a given
     `tensor_split` lists them in that order, as --tensor-split does."""
-    ids = llama_gpu_order(rig) if gpu_ids is None else list(gpu_ids)
+    ids: list[DeviceId] = list(llama_gpu_order(rig) if gpu_ids is None else gpu_ids)
+    named = rig_devices(rig)
     for i in ids:
-        if not 0 <= i < len(rig.gpus):
+        if isinstance(i, int) and not 0 <= i < len(rig.gpus):
             raise InvalidPlacementError(f"there is no GPU {i} in this rig")
+        if isinstance(i, str) and i not in named:
+            raise InvalidPlacementError(f"no device {i!r} in this rig")
     if tensor_split is None:
-        split = [float(max(rig.gpus[i].memory_bytes, 1)) for i in ids]
+        split = [float(max(split_memory(rig, as_device(i)), 1)) for i in ids]
     else:
         split = [float(x) for x in tensor_split]
     n_gpu = g.n_layer + 1 if ngl is None else ngl
@@ -413,9 +431,19 @@ def move_experts(placement: Placement, unit_ids: Iterable[str], device: str | No
     return replace(placement, units=units)
 
 
+def split_memory(rig: Rig, device: str) -> int:
+    """What llama.cpp's default --tensor-split weighs a device by: its free memory."""
+    i = gpu_index(device)
+    return rig.gpus[i].memory_bytes if i is not None else device_capacity(rig, device)[0]
+
+
 def device_name(rig: Rig, device: str) -> str:
     if device == CPU:
         return rig.cpu.name
+    host = rpc_cpu_host(device)
+    if host is not None:
+        h = rig.host(host)
+        return f"{h.cpu.name if h else 'CPU'} on {host}"
     gpu = rig.gpus[int(device.split(":")[1])]
     return f"{gpu.name} on {gpu.host}" if gpu.host else gpu.name
 
@@ -424,6 +452,11 @@ def device_capacity(rig: Rig, device: str) -> tuple[int, int]:
     """(memory a plan may use before reserve, reserve) of one device."""
     if device == CPU:
         return rig.ram_usable_bytes, 0
+    cpu_host = rpc_cpu_host(device)
+    if cpu_host is not None:
+        # another host's CPU under rpc-server: that host's usable RAM
+        h = rig.host(cpu_host)
+        return (h.ram_usable_bytes if h else 0), 0
     gpu = rig.gpus[int(device.split(":")[1])]
     if gpu.unified and gpu.host:
         # another host's unified chip (served by rpc-server): no more than that host's

@@ -17,7 +17,7 @@ from rigspark_gui.core.placement.layout import (
     gpu_device,
     llama_gpu_order,
 )
-from rigspark_gui.core.placement.verdict import CPU, Verdict
+from rigspark_gui.core.placement.verdict import Verdict
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 
@@ -46,7 +46,8 @@ def _over(
     kv_layers: Sequence[int] | None,
 ) -> list[str]:
     loads = device_loads(p, g, layout, rig, s, kv_layers)
-    return [x.device for x in loads if x.device != CPU and x.verdict is Verdict.OVER]
+    # GPUs only: the strategies place on this rig's GPUs (not other hosts' CPUs)
+    return [x.device for x in loads if x.device.startswith("gpu:") and x.verdict is Verdict.OVER]
 
 
 def fill_fastest_first(

@@ -112,7 +112,7 @@ def unified_pool(rig: Rig, used: Iterable[str]) -> frozenset[str]:
     unified = {
         d
         for d in used
-        if d != CPU
+        if d.startswith("gpu:")
         and rig.gpus[int(d.split(":")[1])].unified
         and not rig.gpus[int(d.split(":")[1])].host
     }

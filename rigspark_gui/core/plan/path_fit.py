@@ -50,7 +50,7 @@ def path_slots(
     if cand.name is PathName.UNIFIED:
         ranges = [(gpu_device(cand.gpu_ids[0]), 0, n + 1)]
         return ranges, n + 1, None, ev.tally_ranges(ranges)
-    ids = cand.gpu_ids
+    ids = cand.order
     ngl = ev.max_ngl(ids) if cand.name is PathName.CPU_OFFLOAD else n + 1
     ranges = llama_cpp_ranges(n, ngl, ev.default_split(ids), ids)
     tally = ev.tally_ranges(ranges)

@@ -138,7 +138,7 @@ def recommended_placement(
     if path.path is PathName.CPU:
         placement = uniform_placement(spec.geometry, rig, s, CPU)
     else:
-        ids = [int(d.split(":")[1]) for d in path.devices if d != CPU]
+        ids = [d for d in path.devices if d != CPU]
         placement = auto_place(
             spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=ids
         )

@@ -18,7 +18,7 @@ from enum import StrEnum
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.model import QuantQuality
 from rigspark_gui.core.placement import TIGHT_SHARE
-from rigspark_gui.core.rig import Gpu, Rig, Vendor
+from rigspark_gui.core.rig import Gpu, Rig, Vendor, rpc_cpu_device
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import Backend
 from rigspark_gui.core.speed import Prefill, Throughput
@@ -139,12 +139,27 @@ class PathPlan:
 class PathCandidate:
     """A path's device set and how to place a model on it."""
 
-    def __init__(self, name: PathName, gpu_ids: Sequence[int], pool: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        name: PathName,
+        gpu_ids: Sequence[int],
+        pool: Sequence[str] = (),
+        order: Sequence[int | str] | None = None,
+    ) -> None:
         self.name = name
         self.gpu_ids = list(gpu_ids)
+        # its devices in llama.cpp's order: GPU numbers and other hosts' CPUs by name
+        # (`rpc-cpu:HOST`); the GPUs alone unless given
+        self.order: list[int | str] = list(self.gpu_ids if order is None else order)
         # devices judged as one memory besides the unified path's (a multi-host path's
         # unified chip on this machine and its CPU side)
         self.pool = tuple(pool)
+
+
+def gpu_served(rig: Rig, c: PathCandidate) -> bool:
+    """Whether a GPU-only engine (vLLM, SGLang) can run the path: a multi-host one needs
+    another host's GPU (those engines serve no CPU, this machine's or a host's)."""
+    return c.name is not PathName.MULTI_HOST or any(rig.gpus[i].host for i in c.gpu_ids)
 
 
 def is_discrete(g: Gpu) -> bool:
@@ -165,7 +180,7 @@ def engine_paths(cands: list[PathCandidate], rig: Rig, backend: Backend) -> list
             )
         return apple
     if backend is Backend.VLLM:
-        gpus = [c for c in cands if c.name in GPU_ONLY]
+        gpus = [c for c in cands if c.name in GPU_ONLY and gpu_served(rig, c)]
         if not gpus:
             raise InvalidSettingsError(
                 "vLLM runs on GPUs and this rig has none it can use: choose llama.cpp to "
@@ -190,9 +205,11 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
             out.append(PathCandidate(PathName.UNIFIED, unified[:1]))
             # other hosts' devices over RPC, this chip last; its CPU side shares its memory
             remote = remote_peers(rig, None)
-            if remote:
+            if remote or rig.cpu_hosts:
                 pool = ("cpu", f"gpu:{unified[0]}")
-                out.append(PathCandidate(PathName.MULTI_HOST, [*remote, unified[0]], pool))
+                ids = [*remote, unified[0]]
+                order = [*rpc_order(rig, remote), unified[0]]
+                out.append(PathCandidate(PathName.MULTI_HOST, ids, pool, order))
         elif discrete:
             largest = max(discrete, key=lambda i: (rig.gpus[i].capacity_bytes, -i))
             vendor = rig.gpus[largest].vendor
@@ -201,14 +218,16 @@ def candidate_paths(rig: Rig, cpu_only: bool) -> list[PathCandidate]:
             if len(peers) > 1:
                 out.append(PathCandidate(PathName.MULTI_GPU, peers))
             remote = remote_peers(rig, vendor)
-            if remote:
-                out.append(PathCandidate(PathName.MULTI_HOST, [*remote, *peers]))
+            if remote or rig.cpu_hosts:
+                order = [*rpc_order(rig, remote), *peers]
+                out.append(PathCandidate(PathName.MULTI_HOST, [*remote, *peers], (), order))
             out.append(PathCandidate(PathName.CPU_OFFLOAD, peers))
         elif not unified:
             # no GPU here, some on other hosts: the layers run there, driven from here
             remote = remote_peers(rig, None)
             if remote:
-                out.append(PathCandidate(PathName.MULTI_HOST, remote))
+                order = rpc_order(rig, remote)
+                out.append(PathCandidate(PathName.MULTI_HOST, remote, (), order))
     out.append(PathCandidate(PathName.CPU, []))
     return out
 
@@ -234,6 +253,17 @@ def remote_peers(rig: Rig, vendor: Vendor | None) -> list[int]:
             first.setdefault(rig.gpus[i].host, i)
     ids = [i for i in ids if not rig.gpus[i].unified or first[rig.gpus[i].host] == i]
     return sorted(ids, key=lambda i: (order.get(rig.gpus[i].host, len(order)), i))
+
+
+def rpc_order(rig: Rig, remote: Sequence[int]) -> list[int | str]:
+    """Other hosts' RPC devices in llama.cpp's order, host by host: their GPUs `remote`
+    and, for each host without a GPU, its CPU (`rpc-cpu:HOST`, rpc-server on a CPU box)."""
+    order = {name: i for i, name in enumerate(rig.host_names)}
+    keyed: list[tuple[int, int, int | str]] = [
+        (order.get(rig.gpus[i].host, len(order)), i, i) for i in remote
+    ]
+    keyed += [(order[h.name], -1, rpc_cpu_device(h.name)) for h in rig.cpu_hosts]
+    return [d for _, _, d in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU, PathName.MULTI_HOST)

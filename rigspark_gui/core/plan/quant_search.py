@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.memory import WeightsLayout, weights_floor, weights_layout
 from rigspark_gui.core.model import ModelSpec
-from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.placement import FitContext, device_capacity
 from rigspark_gui.core.plan.path_fit import Trial, try_quant
 from rigspark_gui.core.plan.paths import GPU_ONLY, PathCandidate, PathName, QuantOption
 from rigspark_gui.core.rig import Rig
@@ -35,6 +35,7 @@ def _memory_bound(rig: Rig, cand: PathCandidate) -> int:
     if cand.name is PathName.CPU:
         return rig.ram_usable_bytes
     usable = sum(rig.gpus[i].capacity_bytes for i in cand.gpu_ids)
+    usable += sum(device_capacity(rig, d)[0] for d in cand.order if isinstance(d, str))
     if cand.name is PathName.CPU_OFFLOAD:
         usable += rig.ram_usable_bytes
     return usable

@@ -23,6 +23,7 @@ from rigspark_gui.core.plan.paths import (
     QuantOption,
     Reason,
     candidate_paths,
+    gpu_served,
 )
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import (
@@ -105,7 +106,9 @@ def _layout(
 
 
 def _candidates(rig: Rig, s: PlanSettings) -> list[PathCandidate]:
-    cands = [c for c in candidate_paths(rig, False) if c.name in SERVING_PATHS]
+    cands = [
+        c for c in candidate_paths(rig, False) if c.name in SERVING_PATHS and gpu_served(rig, c)
+    ]
     if not cands:
         raise InvalidSettingsError(
             f"{s.backend.label} runs on GPUs and this rig has none it can use: choose "

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.rig import Gpu, Rig, Vendor
+from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor, rpc_cpu_host
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.speed.devices import (
     RUNS_ON,
@@ -66,6 +66,18 @@ class _DeviceTime(NamedTuple):
     note: str
 
 
+def _cpu_of(rig: Rig, device: str) -> Cpu | None:
+    """The CPU a device computes on: this machine's for `cpu`, another host's for
+    `rpc-cpu:HOST` (rpc-server on a CPU box); None for a GPU."""
+    if device == CPU:
+        return rig.cpu
+    host = rpc_cpu_host(device)
+    if host is None:
+        return None
+    h = rig.host(host)
+    return h.cpu if h is not None else Cpu()
+
+
 def _gpu(rig: Rig, device: str) -> Gpu:
     return rig.gpus[int(device.split(":")[1])]
 
@@ -112,7 +124,8 @@ def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: str) -> 
 
 
 def _device_key(rig: Rig, device: str) -> str:
-    return f"cpu:{rig.cpu.name}" if device == CPU else f"gpu:{_gpu(rig, device).name}"
+    cpu = _cpu_of(rig, device)
+    return f"cpu:{cpu.name}" if cpu is not None else f"gpu:{_gpu(rig, device).name}"
 
 
 def local_scale(
@@ -191,19 +204,21 @@ def _device_speed(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> 
 def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _DeviceSpeed | str:
     p = model.decode
     assert p is not None
-    if device == CPU:
-        bw = rig.cpu.memory_bandwidth_gbps
+    cpu = _cpu_of(rig, device)
+    if cpu is not None:
+        bw = cpu.memory_bandwidth_gbps
         if bw is None:
-            return "CPU memory bandwidth is not known (measure it, or give it in the rig)"
-        isa = cpu_isa(rig.cpu)
-        cores = rig.cpu.cores or rig.cpu.threads or 0
+            where = "CPU" if device == CPU else f"{device} CPU"
+            return f"{where} memory bandwidth is not known (measure it, or give it in the rig)"
+        isa = cpu_isa(cpu)
+        cores = cpu.cores or cpu.threads or 0
         stream = bw * 1e9 * p.cpu_efficiency
         core_bw = p.cpu_core_bandwidth.get(isa)
         if cores and core_bw:
             stream = min(stream, cores * core_bw)
         return _DeviceSpeed(
             stream, stream, CPU_BACKEND, p.layer_seconds.get(CPU_BACKEND, 0.0), True, cores,
-            p.cpu_core_rate.get(isa, 0.0), f"cpu:{rig.cpu.name}",
+            p.cpu_core_rate.get(isa, 0.0), f"cpu:{cpu.name}",
         )  # fmt: skip
     gpu = _gpu(rig, device)
     if gpu.bandwidth_gbps is None:
@@ -333,10 +348,11 @@ def estimate_prefill_reads(
         if b <= 0 or total_read <= 0:
             continue
         params = layout.n_active_params * b / total_read
-        if device == CPU:
-            isa = cpu_isa(rig.cpu)
+        cpu = _cpu_of(rig, device)
+        if cpu is not None:
+            isa = cpu_isa(cpu)
             rate = p.cpu_core_flops.get(isa)
-            cores = rig.cpu.cores or rig.cpu.threads
+            cores = cpu.cores or cpu.threads
             if not cores:
                 return Prefill(prompt_tokens=tokens, basis="unknown: CPU core count not known")
             if not rate:

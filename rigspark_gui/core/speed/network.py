@@ -22,7 +22,7 @@ def remote_runs(ranges: Sequence[tuple[str, int, int]], rig: Rig) -> int:
     for device, lo, hi in ranges:
         if device == CPU_DEVICE or hi <= lo:
             continue
-        if rig.gpus[int(device.split(":")[1])].host:
+        if not device.startswith("gpu:") or rig.gpus[int(device.split(":")[1])].host:
             n += 1
     return n
 
