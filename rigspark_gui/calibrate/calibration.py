@@ -280,7 +280,6 @@ def load_calibration() -> LocalCalibration | None:
         return None
     try:
         return read_validated(
-            path,
             data,
             kind="calibration",
             layout=layout_of(LocalCalibration, DeviceRun),

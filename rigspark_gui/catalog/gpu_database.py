@@ -292,7 +292,6 @@ def load_gpu_database(path: Path | str, *, lenient: bool = False) -> GpuDatabase
     path = Path(path)
     data = read_bytes(path, what="GPU database", error=CatalogError, max_bytes=32 << 20)
     return read_validated(
-        path,
         data,
         kind="gpus-lenient" if lenient else "gpus",
         layout=layout_of(GpuDatabase, GpuSpec),

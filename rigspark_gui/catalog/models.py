@@ -144,7 +144,6 @@ def load_catalog(path: Path | None = None) -> Catalog:
         QUALITY_FILE(), what="quantization quality", error=CatalogError, max_bytes=1 << 20
     )
     return read_validated(
-        path,
         data + b"\0" + quality,
         kind="catalog",
         layout=layout_of(Catalog, CatalogEntry, ModelSpec, Geometry, QuantFile, Checkpoint),

@@ -29,7 +29,6 @@ def load_perf(path: Path | None = None) -> SpeedModel:
     path = path or data_file("speed_model.json")
     data = read_bytes(path, what="speed calibration", error=CatalogError, max_bytes=32 << 20)
     return read_validated(
-        path,
         data,
         kind="speed",
         layout=layout_of(SpeedModel, DecodeParams, PrefillParams, Band),

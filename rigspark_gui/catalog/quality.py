@@ -34,7 +34,6 @@ def load_quality() -> QualityTable:
     path = quality_file()
     data = read_bytes(path, what="quantization quality", error=CatalogError, max_bytes=1 << 20)
     return read_validated(
-        path,
         data,
         kind="quality",
         layout=layout_of(QualityTable, QuantQuality),

@@ -74,7 +74,6 @@ def load_rig(path: Path, database: Database) -> Rig:
     path = Path(path)
     data = read_bytes(path, what="rig file", error=InvalidRigError, max_bytes=MAX_RIG_BYTES)
     rig = read_validated(
-        path,
         data,
         kind="rig",
         layout=layout_of(Rig, Gpu, Cpu, Host, Network, Provenance),

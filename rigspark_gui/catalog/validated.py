@@ -63,9 +63,7 @@ def layout_of(*records: type) -> str:
     return ";".join(parts)
 
 
-def read_validated(
-    path: Path, data: bytes, *, kind: str, layout: str, validate: Callable[[bytes], T]
-) -> T:
+def read_validated(data: bytes, *, kind: str, layout: str, validate: Callable[[bytes], T]) -> T:
     """`validate(data)`, or what it returned for these bytes before."""
     key = blake2b(
         b"\0".join(

@@ -13,11 +13,9 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rigspark_gui.core.errors import validation_message
-
 B = TypeVar("B", bound="Boundary")
 
-__all__ = ["Boundary", "ValidationError", "one_line"]
+__all__ = ["Boundary", "ValidationError", "validated_as"]
 
 
 class Boundary(BaseModel):
@@ -45,11 +43,6 @@ def _to_record(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _to_record(v) for k, v in value.items()}
     return value
-
-
-def one_line(err: ValidationError | ValueError) -> str:
-    """A validation problem as one line: the first problem and where it is."""
-    return validation_message(err)
 
 
 def validated_as(model: type[Boundary]) -> Any:

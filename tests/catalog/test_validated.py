@@ -29,12 +29,12 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     seen: list[bytes] = []
     real = validated.read_validated
 
-    def spy(path, data, *, kind, layout, validate):  # type: ignore[no-untyped-def]
+    def spy(data, *, kind, layout, validate):  # type: ignore[no-untyped-def]
         def counted(b: bytes):  # type: ignore[no-untyped-def]
             seen.append(b)
             return validate(b)
 
-        return real(path, data, kind=kind, layout=layout, validate=counted)
+        return real(data, kind=kind, layout=layout, validate=counted)
 
     monkeypatch.setattr(validated, "read_validated", spy)
     return seen
@@ -88,9 +88,9 @@ def test_another_program_version_or_record_layout_does_not_reuse_an_entry(
     load_rig(path, None)
     assert len(seen) == 1
     data = path.read_bytes()
-    ok = validated.read_validated(path, data, kind="x", layout="a", validate=lambda b: 1)
+    ok = validated.read_validated(data, kind="x", layout="a", validate=lambda b: 1)
     assert ok == 1
-    assert validated.read_validated(path, data, kind="x", layout="b", validate=lambda b: 2) == 2
+    assert validated.read_validated(data, kind="x", layout="b", validate=lambda b: 2) == 2
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
