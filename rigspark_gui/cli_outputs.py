@@ -16,7 +16,7 @@ from rigspark_gui.catalog.gpu_database import GpuSpec
 from rigspark_gui.catalog.models import CatalogEntry
 from rigspark_gui.formats.outputs import CliOutput
 from rigspark_gui.formats.settings import PlanSettings
-from rigspark_gui.reconcile.llama_log import BufferKind
+from rigspark_gui.reconcile.log_records import BufferKind
 from rigspark_gui.reconcile.reconciliation import SpeedRow
 
 __all__ = ["CalibrateOutput", "GpusOutput", "ModelsOutput", "ReconcileOutput", "ReconcileRow"]

@@ -2,7 +2,8 @@
 RigSpark's plan for the same model, rig and settings with what llama.cpp allocated."""
 
 from rigspark_gui.reconcile.compare import reconcile, reconcile_log
-from rigspark_gui.reconcile.llama_log import (
+from rigspark_gui.reconcile.llama_log import parse_llama_log, read_log_text
+from rigspark_gui.reconcile.log_records import (
     MAX_LOG_BYTES,
     BenchRow,
     BufferKind,
@@ -12,9 +13,7 @@ from rigspark_gui.reconcile.llama_log import (
     LogDevice,
     LogReadError,
     buffer_device,
-    parse_llama_log,
     quant_label,
-    read_log_text,
 )
 from rigspark_gui.reconcile.reconciliation import (
     KIND_LABELS,

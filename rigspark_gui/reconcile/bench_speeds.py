@@ -12,7 +12,7 @@ from rigspark_gui.core.placement import auto_place
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import make_settings
 from rigspark_gui.core.speed import SpeedModel, estimate_decode, estimate_prefill
-from rigspark_gui.reconcile.llama_log import BenchRow, FlashAttn, LlamaLog
+from rigspark_gui.reconcile.log_records import BenchRow, FlashAttn, LlamaLog
 from rigspark_gui.reconcile.reconciliation import SpeedRow
 
 

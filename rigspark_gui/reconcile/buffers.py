@@ -10,7 +10,7 @@ from rigspark_gui.core.memory import RepackBytes, repack_for
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import CPU, OUTPUT, DeviceLoad, Placement
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.reconcile.llama_log import BufferKind, LlamaLog, LogBuffer
+from rigspark_gui.reconcile.log_records import BufferKind, LlamaLog, LogBuffer
 from rigspark_gui.reconcile.reconciliation import BufferRow, gpu_index, mib_text
 
 # Functions that print the buffers of llama.cpp's own model and context; a buffer

@@ -33,8 +33,9 @@ from rigspark_gui.reconcile.explanations import (
     explain_settings,
     explain_unmodelled,
 )
-from rigspark_gui.reconcile.llama_log import BufferKind, LlamaLog, parse_llama_log
+from rigspark_gui.reconcile.llama_log import parse_llama_log
 from rigspark_gui.reconcile.log_plan import log_placement, log_quant, log_settings, weights_only
+from rigspark_gui.reconcile.log_records import BufferKind, LlamaLog
 from rigspark_gui.reconcile.reconciliation import Reconciliation
 
 

@@ -12,7 +12,7 @@ from rigspark_gui.core.placement import CPU, DeviceLoad, Placement, fit_by_ngl
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.reconcile.buffers import llama_origin
-from rigspark_gui.reconcile.llama_log import MIB, BufferKind, LlamaLog, LogBuffer, buffer_device
+from rigspark_gui.reconcile.log_records import MIB, BufferKind, LlamaLog, LogBuffer, buffer_device
 from rigspark_gui.reconcile.reconciliation import (
     KIND_LABELS,
     ROUNDING_BYTES,

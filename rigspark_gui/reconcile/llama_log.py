@@ -22,40 +22,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from rigspark_gui.reconcile.bench_log import bench_csv, bench_json, bench_models
+from rigspark_gui.reconcile.bench_log import bench_csv, bench_json
 from rigspark_gui.reconcile.load_log import LoadLogReader
-from rigspark_gui.reconcile.log_records import (
-    MAX_LINE_CHARS,
-    MAX_LOG_BYTES,
-    MIB,
-    BenchRow,
-    BufferKind,
-    FlashAttn,
-    LlamaLog,
-    LogBuffer,
-    LogDevice,
-    LogReadError,
-    buffer_device,
-    quant_label,
-)
+from rigspark_gui.reconcile.log_records import MAX_LOG_BYTES, MIB, LlamaLog, LogReadError
 
-__all__ = [
-    "MAX_LINE_CHARS",
-    "MAX_LOG_BYTES",
-    "MIB",
-    "BenchRow",
-    "BufferKind",
-    "FlashAttn",
-    "LlamaLog",
-    "LogBuffer",
-    "LogDevice",
-    "LogReadError",
-    "bench_models",
-    "buffer_device",
-    "parse_llama_log",
-    "quant_label",
-    "read_log_text",
-]
+__all__ = ["parse_llama_log", "read_log_text"]
 
 # A file is binary when its head holds a NUL byte (a GGUF, an archive, an image).
 _BINARY_PROBE = 65536

@@ -13,7 +13,7 @@ from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
 from rigspark_gui.core.placement import Placement, auto_place
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings, make_settings
-from rigspark_gui.reconcile.llama_log import (
+from rigspark_gui.reconcile.log_records import (
     BufferKind,
     FlashAttn,
     LlamaLog,

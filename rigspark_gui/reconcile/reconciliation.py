@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigspark_gui.core.settings import PlanSettings
-from rigspark_gui.reconcile.llama_log import MIB, BufferKind, LlamaLog
+from rigspark_gui.reconcile.log_records import MIB, BufferKind, LlamaLog
 
 # llama.cpp prints MiB with two decimals: each printed buffer is within half of
 # 0.01 MiB of its size.

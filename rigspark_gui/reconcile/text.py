@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigspark_gui.reconcile.llama_log import MIB
+from rigspark_gui.reconcile.log_records import MIB
 from rigspark_gui.reconcile.reconciliation import KIND_LABELS, Reconciliation, signed_text
 
 
