@@ -77,8 +77,12 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400, got {text}")
+    from rigspark_gui.catalog.remote_header import MAX_TIMEOUT_S  # the limit remote.py checks
+
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 and at most {MAX_TIMEOUT_S}, got {text}"
+        )
     return value
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from rigspark_gui.catalog.gguf_names import is_first_shard, shard_names
 from rigspark_gui.catalog.remote_header import (
     MAX_HEADER_BYTES,
+    MAX_TIMEOUT_S,
     RemoteError,
     ShortHeader,
     header_end,
@@ -103,8 +104,8 @@ def network_timeout(seconds: float | None = None) -> float:
             raise RemoteError(
                 f"{TIMEOUT_ENV} must be a number of seconds, got {text[:40]!r}"
             ) from None
-    if not 0 < seconds <= 24 * 3600:
-        raise RemoteError(f"the network time limit must be 0–86400 s, got {seconds:g}")
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise RemoteError(f"the network time limit must be 0–{MAX_TIMEOUT_S} s, got {seconds:g}")
     return float(seconds)
 
 

@@ -9,6 +9,8 @@ import struct
 from rigspark_gui.core.errors import ModelImportError
 
 MAX_HEADER_BYTES = 64 << 20
+# The longest time limit a remote read takes (--network-timeout, RIGSPARK_NETWORK_TIMEOUT).
+MAX_TIMEOUT_S = 24 * 3600
 
 
 class RemoteError(ModelImportError):
