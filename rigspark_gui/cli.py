@@ -24,6 +24,7 @@ from rigspark_gui.cli_base import (
     UsageError,
 )
 from rigspark_gui.cli_commands_catalog import cmd_gpus, cmd_models, cmd_schema
+from rigspark_gui.cli_commands_fit import cmd_fit
 from rigspark_gui.cli_commands_machine import cmd_calibrate, cmd_detect
 from rigspark_gui.cli_commands_plan import (
     cmd_export,
@@ -60,6 +61,7 @@ COMMANDS = {
     "calibrate": cmd_calibrate,
     "export": cmd_export,
     "schema": cmd_schema,
+    "fit": cmd_fit,
 }
 
 

@@ -62,6 +62,28 @@ def _context(text: str) -> int:
     return n
 
 
+def _context_or_auto(text: str) -> int | str:
+    return "auto" if text.strip().lower() == "auto" else _context(text)
+
+
+def _positive_or_auto(text: str) -> int | str:
+    return "auto" if text.strip().lower() == "auto" else _positive(text)
+
+
+def _mib_list(text: str) -> tuple[int, ...]:
+    """-fitt: MiB, or one per device separated by commas."""
+    out = []
+    for part in text.replace("/", ",").split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number of MiB: {part!r}") from None
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"a margin cannot be negative, got {n}")
+        out.append(n)
+    return tuple(out)
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -194,10 +216,11 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--context",
-        type=_context,
-        default=8192,
+        type=_context_or_auto,
+        default="auto",
         metavar="TOKENS",
-        help="context length, e.g. 8192, 32k or 128K (default: %(default)s)",
+        help="context length, e.g. 8192, 32k or 128K; auto: the engine's own (llama.cpp: "
+        "the trained context, shrunk by --fit; default: %(default)s)",
     )
     p.add_argument(
         "--kv-k",
@@ -214,16 +237,41 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--flash-attn",
-        choices=("on", "off"),
-        default=None,
-        help="llama.cpp -fa (default: on when the V cache is quantized, else off)",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="llama.cpp -fa; auto: on where every device holding KV runs it (default: %(default)s)",
     )
     p.add_argument(
         "--parallel",
-        type=_positive,
-        default=1,
+        type=_positive_or_auto,
+        default="auto",
         metavar="N",
-        help="sequences served at once, llama.cpp -np (default: %(default)s)",
+        help="sequences served at once, llama.cpp -np; auto: the engine's (llama-server: "
+        "4 slots on one unified KV cache; default: %(default)s)",
+    )
+    p.add_argument(
+        "--kv-unified",
+        action="store_true",
+        help="the sequences share one KV cache, llama.cpp -kvu (default: off; auto slots "
+        "share one already)",
+    )
+    fit = p.add_argument_group("llama.cpp's --fit")
+    fit.add_argument(
+        "--fit", choices=("on", "off"), default="on", help="llama.cpp --fit (default: on)"
+    )
+    fit.add_argument(
+        "--fit-target",
+        type=_mib_list,
+        default=None,
+        metavar="MIB[,MIB...]",
+        help="MiB fit keeps free per device, one value for all or one per device (default: 1024)",
+    )
+    fit.add_argument(
+        "--fit-ctx",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="the smallest context fit may shrink to (default: 4096)",
     )
     p.add_argument(
         "--backend",
@@ -387,6 +435,17 @@ def _reconcile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
 
 
+def _fit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rig", metavar="RIG.json", type=Path, help="rig file (default: detect)")
+    p.add_argument("--json", action="store_true", help="the fit object as JSON")
+    p.add_argument(
+        "command_line",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="a llama-server, llama-cli or llama-fit-params command line, after --",
+    )
+
+
 def _schema_args(p: argparse.ArgumentParser) -> None:
     from rigspark_gui.cli_schema import SCHEMAS  # names only: no pydantic until one is printed
 
@@ -424,6 +483,14 @@ SUBCOMMANDS: dict[str, tuple[str, str | None, Callable[[argparse.ArgumentParser]
         "llama-bench output (text, JSON, CSV), plans the settings it shows and prints each "
         "buffer per device, predicted and actual, with why they differ.",
         _reconcile_args,
+    ),
+    "fit": (
+        "what llama.cpp's --fit does with a command line",
+        "Takes a llama-server, llama-cli or llama-fit-params command line as llama.cpp "
+        "spells it (after --) and prints what llama.cpp's --fit would set, in the form "
+        'llama-fit-params prints: -c N -ngl N [-ts ...] [-ot "..."]. --rpc addresses name '
+        "the rig's hosts.",
+        _fit_args,
     ),
     "schema": (
         "print the JSON Schema of a file or output format",

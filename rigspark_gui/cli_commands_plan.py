@@ -60,6 +60,7 @@ def cmd_place(args: argparse.Namespace) -> int:
     rig = load_rig_arg(args)
     perf = load_perf()
     base = plan(spec, rig, s, perf)
+    s = base.settings  # what the engine's defaults resolved to, as the plan has them
     # the path whose placement the plan shows: the recommended one, else the nearest
     shown = next((p for p in base.paths if p.path is base.recommended), base.paths[0])
     quant = s.quant or shown.quant or spec.available_quants[-1]

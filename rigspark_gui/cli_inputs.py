@@ -117,11 +117,18 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
 
     k = kv_cache_type(args.kv_k)
     v = kv_cache_type(args.kv_v) if args.kv_v else k
-    # quantized V needs flash attention; otherwise off unless asked for
-    fa = v.quantized if args.flash_attn is None else args.flash_attn == "on"
+    fa: object = "auto" if args.flash_attn in (None, "auto") else args.flash_attn == "on"
     extra: dict[str, object] = {}
     if args.min_speed is not None:
         extra["min_tok_s"] = args.min_speed
+    if getattr(args, "kv_unified", False):
+        extra["kv_unified"] = True
+    if getattr(args, "fit", "on") == "off":
+        extra["fit"] = False
+    if getattr(args, "fit_target", None) is not None:
+        extra["fit_target_mib"] = args.fit_target
+    if getattr(args, "fit_ctx", None) is not None:
+        extra["fit_ctx"] = args.fit_ctx
     return make_settings(
         context=args.context,
         kv_k=k,

@@ -17,7 +17,7 @@ from rigspark_gui.catalog.models import CatalogEntry
 from rigspark_gui.formats.outputs import CliOutput
 from rigspark_gui.formats.settings import PlanSettings
 from rigspark_gui.reconcile.log_records import BufferKind
-from rigspark_gui.reconcile.reconciliation import SpeedRow
+from rigspark_gui.reconcile.reconciliation import FitRow, SpeedRow
 
 __all__ = ["CalibrateOutput", "GpusOutput", "ModelsOutput", "ReconcileOutput", "ReconcileRow"]
 
@@ -61,6 +61,11 @@ class ReconcileOutput(CliOutput):
     rows: tuple[ReconcileRow, ...]
     speeds: tuple[SpeedRow, ...] = Field(description="llama-bench tests, measured and predicted")
     explanations: tuple[str, ...]
+    fit_rows: tuple[FitRow, ...] = Field(
+        default=(),
+        description="llama.cpp's --fit against RigSpark's, when the log shows a fit and "
+        "RigSpark's fit outcome was given",
+    )
 
 
 class CalibrateOutput(CliOutput):

@@ -50,7 +50,8 @@ def _plan_parts(text: str) -> tuple[list[str], list[str], list[str]]:
     """(path lines, the recommendation and its indented lines, the rest) of `plan`."""
     lines = text.splitlines()
     i = 2  # the title and a blank line
-    if i < len(lines) and lines[i].startswith("Note:"):
+    # the notes, the engine's defaults and llama.cpp's fit: a paragraph each
+    while i < len(lines) and lines[i].startswith(("Note:", "Engine defaults", "As llama.cpp")):
         while lines[i]:
             i += 1
         i += 1
@@ -217,8 +218,23 @@ def render_json(value: Any, column: int = 0) -> str:
 RIG = "examples/rig-2x3090.json"
 LLAMA_70B = ("--model", "llama-3.3-70b-instruct", "--rig", RIG, "--context", "32k")
 
+
 # fmt: off
+def engine_defaults(text: str) -> list[str]:
+    """The title, the engine's defaults the plan took and llama.cpp's fit, then "…"."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Engine defaults"))
+    end = start
+    while end < len(lines) and lines[end]:
+        end += 1
+    return [lines[0], "", *lines[start:end], ELIDED]
+
+
 EXAMPLES: dict[str, Example] = {
+    "plan-70b-defaults": Example(
+        ("plan", "--model", "llama-3.3-70b-instruct", "--rig", RIG, "--kv-compare", "none"),
+        engine_defaults,
+    ),
     "plan-70b": Example(("plan", *LLAMA_70B), paths_and_recommendation),
     "plan-70b-q8": Example(("plan", *LLAMA_70B, "--kv-k", "q8_0"), recommended_and_ladder),
     "place-70b-q8": Example(

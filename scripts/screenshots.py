@@ -76,6 +76,15 @@ def main() -> None:
             for _ in range(10):
                 settle(app)
             w.grab().save(str(folder / f"window-{width}x{height}{name}.png"))
+    # a new plan as llama.cpp runs it by default (context, flash attention and slots
+    # auto): RigSpark's plan beside what llama.cpp's fit alone would do
+    w.session.set_model("llama-3.1-8b-instruct")
+    w.session.update_settings(context="auto")
+    w.resize(1500, 900)
+    w.tabs.setCurrentWidget(w.paths_tab)
+    for _ in range(8):
+        settle(app)
+    w.grab().save(str(out / "paths-engine-defaults.png"))
     w.close()
     # Auto on a desktop with no GPU: the speed it reaches decides the quantization
     desktop = Rig(

@@ -10,6 +10,13 @@ from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.model import KvCacheType
 
 MAX_CONTEXT = 1 << 24  # 16 M tokens: beyond any model's trained context
+# llama.cpp's --fit defaults (common/common.h): the margin kept free on each device and
+# the smallest context fit may shrink to
+DEFAULT_FIT_TARGET_MIB = 1024
+DEFAULT_FIT_CTX = 4096
+# Settings a plan can leave to the engine ("auto"): the value the record holds is then
+# what the engine's default resolved to for this model and rig (plan.defaults).
+ENGINE_DEFAULTS = ("context", "flash_attn", "parallel")
 KV_PAD = 256  # llama.cpp pads the KV cache size to a multiple of 256 cells
 DEFAULT_UBATCH = 512  # llama.cpp's default n_ubatch
 
@@ -128,6 +135,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_num_seqs": (1, 1 << 16, False),
     "max_num_batched_tokens": (1, 1 << 24, False),
     "cpu_offload_gb": (0, 1 << 20, False),
+    "fit_ctx": (1, MAX_CONTEXT, False),
 }
 _ENUMS: dict[str, type[StrEnum]] = {
     "kv_k": KvCacheType,
@@ -167,6 +175,20 @@ class PlanSettings:
     max_num_batched_tokens: int | None = None
     # vLLM --cpu-offload-gb
     cpu_offload_gb: float = 0.0
+    # the sequences share one KV cache of `context` cells (llama-server's default
+    # with auto slots, --kv-unified); else each holds context / parallel
+    kv_unified: bool = False
+    # llama.cpp's --fit: on, the margin per device in MiB (-fitt: one value for every
+    # device, or one per device in llama.cpp's order) and the smallest context (-fitc)
+    fit: bool = True
+    fit_target_mib: tuple[int, ...] = (DEFAULT_FIT_TARGET_MIB,)
+    fit_ctx: int = DEFAULT_FIT_CTX
+    # names of ENGINE_DEFAULTS left to the engine ("auto"); their fields hold what
+    # they resolved to once a plan has resolved them
+    engine_defaults: frozenset[str] = frozenset()
+
+    def is_auto(self, name: str) -> bool:
+        return name in self.engine_defaults
 
     def _in_range(self) -> None:
         for name, (low, high, strict) in SETTING_RANGES.items():
@@ -183,6 +205,16 @@ class PlanSettings:
 
     def _check(self) -> PlanSettings:
         self._in_range()
+        unknown = sorted(self.engine_defaults - set(ENGINE_DEFAULTS))
+        if unknown:
+            raise InvalidSettingsError(f"{unknown[0]}: cannot be left to the engine (auto)")
+        if not self.fit_target_mib or any(
+            isinstance(m, bool) or not isinstance(m, int) or m < 0 or m > 1 << 30
+            for m in self.fit_target_mib
+        ):
+            raise InvalidSettingsError(
+                "fit_target_mib: one or more whole MiB figures of at least 0 are needed"
+            )
         serving_knobs = {
             "--memory-utilization": self.memory_utilization,
             "--tensor-parallel": self.tensor_parallel,
@@ -205,7 +237,7 @@ class PlanSettings:
         problem = self.backend.kv_problem(self.kv_k, self.kv_v)
         if problem is not None:
             raise InvalidSettingsError(problem)
-        if self.kv_v.quantized and not self.flash_attn and ggml:
+        if self.kv_v.quantized and not self.flash_attn and ggml and not self.is_auto("flash_attn"):
             raise InvalidSettingsError(
                 f"a quantized V cache ({self.kv_v.value}) needs flash attention "
                 "(llama.cpp refuses it otherwise): turn flash attention on"
@@ -222,9 +254,15 @@ def make_settings(**values: object) -> PlanSettings:
     else out of place raises the user-facing InvalidSettingsError, naming the setting."""
     known = PlanSettings.__dataclass_fields__
     out: dict[str, Any] = {}
+    auto = set(values.pop("engine_defaults", None) or ())  # type: ignore[call-overload]
     for name, value in values.items():
         if name not in known:
             raise InvalidSettingsError(f"{name}: not a plan setting")
+        if value == "auto" and name in ENGINE_DEFAULTS:
+            auto.add(name)  # the field keeps its default until a plan resolves it
+            continue
+        if name == "fit_target_mib" and isinstance(value, int | list):
+            value = tuple(value) if isinstance(value, list) else (value,)
         kind = _ENUMS.get(name)
         if kind is not None and value is not None and not isinstance(value, kind):
             try:
@@ -237,9 +275,24 @@ def make_settings(**values: object) -> PlanSettings:
         elif name in _FLOATS and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         out[name] = value
-    return PlanSettings(**out)
+        auto.discard(name)
+    return PlanSettings(**out, engine_defaults=frozenset(auto))
 
 
 def settings_values(settings: PlanSettings) -> dict[str, Any]:
-    """A PlanSettings as the keyword arguments `make_settings` takes back."""
-    return {name: getattr(settings, name) for name in PlanSettings.__dataclass_fields__}
+    """A PlanSettings as the keyword arguments `make_settings` takes back: a setting left
+    to the engine is "auto" (a concrete value given on top of it pins it)."""
+    out = {
+        name: getattr(settings, name)
+        for name in PlanSettings.__dataclass_fields__
+        if name != "engine_defaults"
+    }
+    for name in settings.engine_defaults:
+        out[name] = "auto"
+    return out
+
+
+def engine_default_settings(**values: object) -> PlanSettings:
+    """A new plan's settings: context, flash attention and parallel slots left to the
+    engine (what `llama-server -m model.gguf` or `ollama run` would do), `values` on top."""
+    return make_settings(**{**dict.fromkeys(ENGINE_DEFAULTS, "auto"), **values})

@@ -18,7 +18,13 @@ def jsonable(value: Any) -> Any:
     """Dataclasses as objects (fields in declaration order), enums as their values,
     tuples as lists; NaN and infinity become null, as pydantic writes them."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        auto = out.pop("engine_defaults", None)
+        for name in auto or ():
+            out[name] = "auto"  # settings left to the engine: what was chosen
+        return out
+    if isinstance(value, (set, frozenset)):
+        return sorted(jsonable(v) for v in value)
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, (tuple, list)):

@@ -16,9 +16,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigspark_gui.core.fit import FitOutcome
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
 from rigspark_gui.core.placement import DeviceLoad, Placement
-from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, RankedModel, Suggestion
+from rigspark_gui.core.plan import (
+    KvComparisonRow,
+    PathName,
+    PathPlan,
+    RankedModel,
+    Resolved,
+    Suggestion,
+)
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.speed import Prefill, Throughput
 from rigspark_gui.formats.settings import PlanSettings
@@ -62,6 +70,18 @@ class PlanOutput(CliOutput):
     serving: ServingPlan | None = Field(description="vLLM/SGLang: the shown path's figures")
     launch: ClusterLaunch | None = Field(
         description="a script per host in start order: serving engines and multi-host paths"
+    )
+    resolved: Resolved | None = Field(
+        description="what each setting left to the engine (`auto` in `settings`) became for "
+        "this plan: context, flash attention (per device), parallel slots, unified KV"
+    )
+    fit: FitOutcome | None = Field(
+        description="llama.cpp's --fit for the shown quantization, as the engine runs it "
+        "(llama.cpp and Ollama plans): status, reason, context, -ngl, -ts, -ot and the "
+        "line llama-fit-params prints"
+    )
+    fit_summary: str = Field(
+        description="what llama.cpp alone would do against RigSpark's plan, in one sentence"
     )
     suggestions: tuple[Suggestion, ...] = Field(
         description="the smallest changes that buy a better quantization or path"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from rigspark_gui.core import settings as core_settings
 from rigspark_gui.core.model import KvCacheType
 from rigspark_gui.core.settings import (
+    DEFAULT_FIT_CTX,
+    DEFAULT_FIT_TARGET_MIB,
     DEFAULT_MIN_TOK_S,
     DEFAULT_UBATCH,
     MAX_CONTEXT,
@@ -22,11 +24,17 @@ class PlanSettings(Boundary):
     """PlanSettings as given from outside: CLI flags, remembered settings, a report."""
 
     record: ClassVar[type] = core_settings.PlanSettings
-    context: int = Field(default=8192, ge=1, le=MAX_CONTEXT)
+    context: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | Literal["auto"] = Field(
+        default=8192, description="tokens; auto: the engine's default"
+    )
     kv_k: KvCacheType = KvCacheType.F16
     kv_v: KvCacheType = KvCacheType.F16
-    flash_attn: bool = False
-    parallel: int = Field(default=1, ge=1, le=256, description="sequences served at once")
+    flash_attn: bool | Literal["auto"] = Field(
+        default=False, description="auto: on where the devices holding the KV support it"
+    )
+    parallel: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = Field(
+        default=1, description="sequences served at once; auto: the engine's"
+    )
     backend: Backend = Backend.LLAMA_CPP
     n_ubatch: int = Field(default=DEFAULT_UBATCH, ge=1, le=65536)
     swa_full: bool = Field(
@@ -56,3 +64,23 @@ class PlanSettings(Boundary):
     cpu_offload_gb: float = Field(
         default=0.0, ge=0, le=1 << 20, description="vLLM --cpu-offload-gb"
     )
+    kv_unified: bool = Field(default=False, description="one KV cache shared by the sequences")
+    fit: bool = Field(default=True, description="llama.cpp's --fit")
+    fit_target_mib: tuple[int, ...] = Field(
+        default=(DEFAULT_FIT_TARGET_MIB,),
+        min_length=1,
+        description="--fit-target: MiB kept free per device (one value: every device)",
+    )
+    fit_ctx: int = Field(default=DEFAULT_FIT_CTX, ge=1, le=MAX_CONTEXT, description="--fit-ctx")
+
+    def to_record(self) -> Any:
+        # "auto" values become the record's engine_defaults (make_settings reads them)
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        return core_settings.make_settings(**values)
+
+    @classmethod
+    def from_record(cls, record: Any) -> PlanSettings:
+        values = {name: getattr(record, name) for name in cls.model_fields}
+        for name in record.engine_defaults:
+            values[name] = "auto"
+        return cls.model_validate(values)

@@ -8,15 +8,20 @@ whether a CPU_REPACK buffer was made. What is left is the engine's own error, an
 figure that differs beyond llama.cpp's two-decimal rounding gets a sentence saying why
 it may differ.
 
+`compare_fit` sets what llama.cpp's `--fit` printed (context, layers per device, verdict,
+projected MiB) against RigSpark's FitOutcome for the same load.
+
 This module holds the entry points; the parts live beside it: `reconciliation` (the
-result and its rows), `log_plan` (the log's settings and placement), `buffers` (predicted
-and actual buffers paired), `explanations`, `bench_speeds` (llama-bench) and `text`.
+result and its rows), `fit_log` (fit's lines), `log_plan` (the log's settings and
+placement), `buffers` (predicted and actual buffers paired), `explanations`,
+`bench_speeds` (llama-bench) and `text`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from rigspark_gui.core.fit import FitDevice, FitOutcome, FitStatus
 from rigspark_gui.core.memory import output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import CPU, device_loads
@@ -35,8 +40,105 @@ from rigspark_gui.reconcile.explanations import (
 )
 from rigspark_gui.reconcile.llama_log import parse_llama_log
 from rigspark_gui.reconcile.log_plan import log_placement, log_quant, log_settings, weights_only
-from rigspark_gui.reconcile.log_records import BufferKind, LlamaLog
-from rigspark_gui.reconcile.reconciliation import Reconciliation
+from rigspark_gui.reconcile.log_records import MIB, BufferKind, FitLog, FitLogDevice, LlamaLog
+from rigspark_gui.reconcile.reconciliation import FitRow, Reconciliation
+
+# llama.cpp floors each MiB figure it prints; RigSpark's, floored the same way, agrees
+# within one MiB
+FIT_MIB_TOLERANCE = 1
+
+
+def _paired(log: FitLog, outcome: FitOutcome) -> list[tuple[str, FitLogDevice, FitDevice | None]]:
+    """Each device of the log with the outcome's device: by RigSpark's id (CUDA1 ->
+    gpu:1), else in llama.cpp's device order when both list as many."""
+    devices = [d for d in outcome.devices if d.device != "cpu"] or list(outcome.devices)
+    by_id = {d.device: d for d in devices}
+    found = [by_id.get(d.device) if d.device else None for d in log.devices]
+    ids = [id(x) for x in found if x is not None]
+    if len(log.devices) == len(devices) and (len(ids) < len(found) or len(set(ids)) < len(ids)):
+        found = list(devices)
+    return [
+        (o.device if o is not None else d.name, d, o)
+        for d, o in zip(log.devices, found, strict=True)
+    ]
+
+
+def _mib_row(what: str, logged: int, predicted_bytes: int) -> FitRow:
+    predicted = predicted_bytes // MIB
+    diff = predicted - logged
+    return FitRow(
+        what=what,
+        logged=f"{logged:,}",
+        predicted=f"{predicted:,}",
+        agrees=abs(diff) <= FIT_MIB_TOLERANCE,
+        difference_mib=diff,
+    )
+
+
+def _layers_text(layers: int, overflowing: int) -> str:
+    return f"{layers} ({overflowing} overflowing)" if overflowing else str(layers)
+
+
+def compare_fit(log: FitLog, outcome: FitOutcome) -> tuple[FitRow, ...]:
+    """llama.cpp's fit as its log shows it against RigSpark's FitOutcome: a row for the
+    verdict, the context it started from and left, the layers it gave each device and
+    the MiB it projects there (agreeing within 1 MiB: llama.cpp floors to MiB). A figure
+    the log does not show gets no row."""
+    rows: list[FitRow] = []
+    if log.status is not None:
+        rows.append(
+            FitRow(
+                what="status",
+                logged=log.status.value,
+                predicted=outcome.status.value,
+                agrees=log.status is outcome.status,
+            )
+        )
+    if log.initial_context is not None and outcome.initial_context > 0:
+        rows.append(
+            FitRow(
+                what="initial context",
+                logged=str(log.initial_context),
+                predicted=str(outcome.initial_context),
+                agrees=log.initial_context == outcome.initial_context,
+            )
+        )
+    if log.context is not None:
+        rows.append(
+            FitRow(
+                what="context",
+                logged=str(log.context),
+                predicted=str(outcome.context),
+                agrees=log.context == outcome.context,
+            )
+        )
+    unchanged = log.status is not FitStatus.FITTED
+    pairs = _paired(log, outcome)
+    for name, d, o in pairs:
+        if o is None or d.layers is None:
+            continue
+        over = d.overflowing or 0
+        rows.append(
+            FitRow(
+                what=f"layers on {name}",
+                logged=_layers_text(d.layers, over),
+                predicted=_layers_text(o.layers, o.overflowing),
+                agrees=d.layers == o.layers and over == o.overflowing,
+            )
+        )
+    for name, d, o in pairs:
+        logged = d.used_mib if d.used_mib is not None else d.projected_mib if unchanged else None
+        if o is not None and logged is not None:
+            rows.append(_mib_row(f"projected MiB on {name}", logged, o.projected_bytes))
+    if (
+        not log.devices
+        and unchanged
+        and log.projected_mib is not None
+        and len(outcome.devices) == 1
+    ):
+        o = outcome.devices[0]
+        rows.append(_mib_row(f"projected MiB on {o.device}", log.projected_mib, o.projected_bytes))
+    return tuple(rows)
 
 
 def reconcile_log(
@@ -46,10 +148,13 @@ def reconcile_log(
     perf: SpeedModel,
     *,
     settings: PlanSettings | None = None,
+    fit_outcome: FitOutcome | None = None,
 ) -> Reconciliation:
     """Plan what `log` shows and compare; `settings`, the plan a user made, only adds
-    sentences where the log's settings differ from it."""
+    sentences where the log's settings differ from it; `fit_outcome`, RigSpark's fit for
+    the load, is set against llama.cpp's when the log shows one (`fit_rows`)."""
     notes: list[str] = []
+    fit_rows = compare_fit(log.fit, fit_outcome) if log.fit and fit_outcome else ()
     g = spec.geometry
     quant = log_quant(log, spec, notes)
     layout = weights_layout(spec, quant)
@@ -63,6 +168,7 @@ def reconcile_log(
             speeds=tuple(speeds),
             explanations=tuple(notes),
             log=log,
+            fit_rows=fit_rows,
         )
     s, unified = log_settings(log, g, notes)
     s_mem = replace(s, parallel=1) if unified else s
@@ -95,6 +201,7 @@ def reconcile_log(
         speeds=tuple(speeds),
         explanations=tuple(dict.fromkeys(notes)),
         log=log,
+        fit_rows=fit_rows,
     )
 
 
@@ -105,7 +212,9 @@ def reconcile(
     perf: SpeedModel,
     *,
     settings: PlanSettings | None = None,
+    fit_outcome: FitOutcome | None = None,
 ) -> Reconciliation:
     """Parse a llama.cpp log or llama-bench output and compare it with RigSpark's plan
-    for the same model, rig and settings."""
-    return reconcile_log(parse_llama_log(log_text), spec, rig, perf, settings=settings)
+    for the same model, rig and settings (and its fit, when `fit_outcome` is given)."""
+    log = parse_llama_log(log_text)
+    return reconcile_log(log, spec, rig, perf, settings=settings, fit_outcome=fit_outcome)

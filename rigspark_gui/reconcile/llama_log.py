@@ -12,17 +12,20 @@ Hostile input is bounded: the text is capped (MAX_LOG_BYTES), over-long lines ar
 skipped, and lines are taken apart with `str.find` / `split` and anchored patterns
 without nested repetition, so the time is linear in the input.
 
-The records are in log_records, the load-log reader in load_log and llama-bench's
-formats in bench_log; this module is the entry: parse_llama_log and read_log_text.
+The records are in log_records, the load-log reader in load_log, `--fit`'s lines in
+fit_log and llama-bench's formats in bench_log; this module is the entry:
+parse_llama_log and read_log_text.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from rigspark_gui.reconcile.bench_log import bench_csv, bench_json
+from rigspark_gui.reconcile.fit_log import FitLogReader
 from rigspark_gui.reconcile.load_log import LoadLogReader
 from rigspark_gui.reconcile.log_records import MAX_LOG_BYTES, MIB, LlamaLog, LogReadError
 
@@ -61,19 +64,25 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def parse_llama_log(data: str | bytes) -> LlamaLog:
-    """Everything a llama.cpp load log or llama-bench output says; raises LogReadError
-    (one sentence) when the text is empty, binary, too large or holds no buffer sizes
-    and no llama-bench results."""
+    """Everything a llama.cpp load log or llama-bench output says, with what `--fit`
+    printed before the load (`fit`); raises LogReadError (one sentence) when the text is
+    empty, binary, too large or holds no buffer sizes, no llama-bench results and no fit."""
     text = _text_of(data)
     lines = list(_lines(text))
     reader = LoadLogReader()
+    fit_reader = FitLogReader()
+    fit_lines = 0
     for n, line in enumerate(lines, 1):
         reader.line(n, line)
+        fit_lines += fit_reader.line(n, line)
     bench, bench_format = bench_json(text) if "avg_ts" in text else ([], None)
     if not bench and "avg_ts" in text:
         bench, bench_format = bench_csv(lines), "csv"
     log = reader.result(len(lines), bench, bench_format)
-    if not log.buffers and not log.bench:
+    fit = fit_reader.result()
+    if fit is not None:
+        log = replace(log, fit=fit, skipped_lines=max(log.skipped_lines - fit_lines, 0))
+    if not log.buffers and not log.bench and log.fit is None:
         raise LogReadError(
             "found no llama.cpp buffer sizes and no llama-bench results in the log "
             "(expected the output of llama-server, llama-cli, llama-cpp-python or llama-bench)"

@@ -1,7 +1,8 @@
-"""What a llama.cpp log yields: the records (LlamaLog, LogBuffer, LogDevice, BenchRow)
-and their kinds, the limits on a log's size, and how llama.cpp's names and printed values
-read: the device behind a buffer name, a file type as a quantization label, and the
-numbers and flags of `key = value` lines and llama-bench columns.
+"""What a llama.cpp log yields: the records (LlamaLog, LogBuffer, LogDevice, BenchRow,
+FitLog, FitLogDevice) and their kinds, the limits on a log's size, and how llama.cpp's
+names and printed values read: the device behind a buffer name, a file type as a
+quantization label, and the numbers and flags of `key = value` lines and llama-bench
+columns.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.fit import FitStatus
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -18,6 +20,8 @@ __all__ = [
     "MIB",
     "BenchRow",
     "BufferKind",
+    "FitLog",
+    "FitLogDevice",
     "FlashAttn",
     "LlamaLog",
     "LogBuffer",
@@ -119,6 +123,73 @@ class BenchRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FitLogDevice:
+    """One device in llama.cpp's fit lines (common/fit.cpp), MiB as printed (floored)."""
+
+    # llama.cpp's device name (CUDA0, ROCm1, RPC0) and its description
+    name: str
+    description: str = ""
+    # '- CUDA0 (...): T total, U used, F free vs. target of M' with the initial settings
+    # (printed when fit sees more than one device); F < 0 is a deficit
+    total_mib: int | None = None
+    projected_mib: int | None = None
+    projected_free_mib: int | None = None
+    target_mib: int | None = None
+    # '- CUDA0 (...): N layers (K overflowing), X MiB used, Y MiB free' with fit's settings
+    layers: int | None = None
+    overflowing: int | None = None
+    used_mib: int | None = None
+    free_mib: int | None = None
+
+    @property
+    def device(self) -> str | None:
+        """RigSpark's device (gpu:N) for the name; None for RPC and unknown backends."""
+        return buffer_device(self.name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitLog:
+    """What llama.cpp's `--fit` printed for one model load. A log holds a FitLog only when
+    fit ran; figures it did not print stay None."""
+
+    # the function named in the lines: llama_params_fit_impl (libllama, Dec 2025 - 2026)
+    # or common_params_fit_impl (common/fit.cpp)
+    function: str
+    # None when the log stops before fit's verdict
+    status: FitStatus | None = None
+    # why fit failed, in llama.cpp's words ('n_gpu_layers already set by user to 99, abort')
+    reason: str = ""
+    # no GPU: fit weighed host memory against the total host memory
+    host_only: bool = False
+    # 'projected to use X MiB of device memory vs. Y MiB of free device memory'
+    projected_mib: int | None = None
+    free_mib: int | None = None
+    # the free-memory target of a single device ('will leave X >= Y', 'target of Y')
+    margin_mib: int | None = None
+    # 'need to reduce device memory by X' / 'need to use X MiB less in total'
+    shortfall_mib: int | None = None
+    # the context fit started from and the one it left (reduced, or kept)
+    initial_context: int | None = None
+    context: int | None = None
+    context_set_by_user: bool = False
+    # 'context size reduced from A to B -> need X MiB less memory in total'
+    context_saving_mib: int | None = None
+    # MoE: surplus (> 0) or deficit (< 0) with only the dense weights in device memory
+    dense_surplus_mib: int | None = None
+    devices: tuple[FitLogDevice, ...] = ()
+    # 'fitting params to free memory took S seconds'
+    seconds: float | None = None
+    # 1-based lines of the first and last fit line of this run
+    first_line: int = 0
+    last_line: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Fit changed the settings (context, layers, overrides)."""
+        return self.status is FitStatus.FITTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlamaLog:
     """What one llama.cpp log recovered. Settings describe the last model load in it."""
 
@@ -163,6 +234,8 @@ class LlamaLog:
     bench: tuple[BenchRow, ...] = ()
     # markdown, json, jsonl or csv
     bench_format: str | None = None
+    # what llama.cpp's --fit printed before the load; None when it did not run
+    fit: FitLog | None = None
     # model loads seen; the fields are the last one's
     loads: int = 0
     lines: int = 0

@@ -1,6 +1,6 @@
 """A reconciliation's result: a buffer row per device and kind, a llama-bench speed row,
-the whole comparison; llama.cpp's rounding that decides a match; and the helpers that
-write its MiB figures and read its device names."""
+a row per decision of llama.cpp's fit, the whole comparison; llama.cpp's rounding that
+decides a match; and the helpers that write its MiB figures and read its device names."""
 
 from __future__ import annotations
 
@@ -91,6 +91,20 @@ class SpeedRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FitRow:
+    """One decision of llama.cpp's `--fit`: what the log shows against RigSpark's
+    FitOutcome for the same load."""
+
+    # 'status', 'context', 'initial context', 'layers on gpu:0', 'projected MiB on gpu:0'
+    what: str
+    logged: str
+    predicted: str
+    agrees: bool
+    # MiB rows: predicted (floored, as llama.cpp prints) minus logged
+    difference_mib: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reconciliation:
     model: str
     quant: str
@@ -103,6 +117,8 @@ class Reconciliation:
     speeds: tuple[SpeedRow, ...] = ()
     explanations: tuple[str, ...] = ()
     log: LlamaLog
+    # llama.cpp's fit against RigSpark's, when the log shows a fit and a FitOutcome was given
+    fit_rows: tuple[FitRow, ...] = ()
 
     @property
     def compared_rows(self) -> tuple[BufferRow, ...]:

@@ -1,11 +1,12 @@
 """The reconciliation as text, as the CLI prints it: the settings read from the log, a
-table of buffers per device and kind, the llama-bench speeds, then the explanations."""
+table of buffers per device and kind, the llama-bench speeds, llama.cpp's fit, then the
+explanations."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigspark_gui.reconcile.log_records import MIB
+from rigspark_gui.reconcile.log_records import MIB, FitLog
 from rigspark_gui.reconcile.reconciliation import KIND_LABELS, Reconciliation, signed_text
 
 
@@ -30,6 +31,25 @@ def _settings_line(r: Reconciliation) -> str:
     return "Settings from the log: " + ", ".join(parts)
 
 
+def _fit_line(fit: FitLog) -> str:
+    """One line on what llama.cpp's fit did: 'llama.cpp's fit: fitted, context 131072 ->
+    32768, took 9.25 s'."""
+    parts = [fit.status.value if fit.status is not None else "no verdict in the log"]
+    if fit.reason:
+        parts[0] += f" ({fit.reason})"
+    if fit.initial_context is not None and fit.context is not None:
+        if fit.context != fit.initial_context:
+            parts.append(f"context {fit.initial_context} -> {fit.context}")
+        else:
+            parts.append(f"context {fit.context}" + (" (set by user)" * fit.context_set_by_user))
+    if fit.projected_mib is not None and fit.free_mib is not None:
+        memory = "host memory" if fit.host_only else "free device memory"
+        parts.append(f"projected {fit.projected_mib:,} of {fit.free_mib:,} MiB {memory}")
+    if fit.seconds is not None:
+        parts.append(f"took {fit.seconds:.2f} s")
+    return "llama.cpp's fit: " + ", ".join(parts)
+
+
 def _table(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
@@ -45,7 +65,7 @@ def _table(header: Sequence[str], body: Sequence[Sequence[str]], right: set[int]
 
 def format_reconciliation(r: Reconciliation) -> str:
     """The reconciliation as the CLI prints it: a table per device and kind, then the
-    llama-bench speeds, then the explanations."""
+    llama-bench speeds, llama.cpp's fit (when the log shows one), then the explanations."""
     log = r.log
     name = log.model_name or r.model
     src = f" ({log.model_path.rsplit('/', 1)[-1]})" if log.model_path else ""
@@ -120,6 +140,19 @@ def format_reconciliation(r: Reconciliation) -> str:
             "predicted/measured",
         ]
         out += ["", *_table(header, body, {2, 3, 4, 5})]
+    if log.fit is not None:
+        out += ["", _fit_line(log.fit)]
+        if r.fit_rows:
+            body = [
+                [
+                    row.what,
+                    row.logged,
+                    row.predicted,
+                    "agrees" if row.agrees else "differs",
+                ]
+                for row in r.fit_rows
+            ]
+            out += _table(["fit decision", "llama.cpp", "RigSpark", ""], body, {1, 2})
     if r.explanations:
         out += ["", "Why figures may differ:"]
         out += [f"- {e}" for e in r.explanations]

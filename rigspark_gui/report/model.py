@@ -20,11 +20,19 @@ from rigspark_gui.core.chart_spec import (
     kv_memory_chart,
 )
 from rigspark_gui.core.errors import RigSparkError, validation_message
+from rigspark_gui.core.fit import FitOutcome
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model import Geometry, ModelSpec
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
-from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, Suggestion, plan
+from rigspark_gui.core.plan import (
+    KvComparisonRow,
+    PathName,
+    PathPlan,
+    Resolved,
+    Suggestion,
+    plan,
+)
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
@@ -118,6 +126,10 @@ class PlanReport:
     serving: ServingPlan | None = None
     # a script per host, in start order (serving, multi-host)
     launch: ClusterLaunch | None = None
+    # what the settings left to the engine became, and llama.cpp's fit as it runs it
+    resolved: Resolved | None = None
+    fit: FitOutcome | None = None
+    fit_summary: str = ""
 
 
 def _bytes_text(n: int | None) -> str:
@@ -358,6 +370,9 @@ def build_report(
         assumptions=_assumptions(result.paths, perf, model, result.settings),
         serving=result.serving,
         launch=result.launch if not edited else None,
+        resolved=result.resolved,
+        fit=result.fit,
+        fit_summary=result.fit_summary,
     )
 
 

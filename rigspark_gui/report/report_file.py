@@ -13,9 +13,10 @@ from typing import ClassVar
 from pydantic import Field
 
 from rigspark_gui.core.chart_spec import FitChart, KvChart
+from rigspark_gui.core.fit import FitOutcome
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
 from rigspark_gui.core.placement import DeviceLoad, Placement
-from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, Suggestion
+from rigspark_gui.core.plan import KvComparisonRow, PathName, PathPlan, Resolved, Suggestion
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.formats.base import Boundary
 from rigspark_gui.formats.jsonable import jsonable
@@ -79,6 +80,15 @@ class PlanReport(Boundary):
     )
     launch: ClusterLaunch | None = Field(
         default=None, description="a script per host, in start order (serving, multi-host)"
+    )
+    resolved: Resolved | None = Field(
+        default=None, description="what each setting left to the engine became"
+    )
+    fit: FitOutcome | None = Field(
+        default=None, description="llama.cpp's --fit for the shown quantization"
+    )
+    fit_summary: str = Field(
+        default="", description="llama.cpp alone against this plan, in one sentence"
     )
 
 

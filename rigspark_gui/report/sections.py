@@ -154,6 +154,26 @@ def _path_rows(report: PlanReport) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
+# a KV row's flash attention where it is not the GPUs' own kernel (KvComparisonRow.fa_where)
+_FA_MARK = {"gpu-f16": " (f16 copy) ⚠", "cpu": " (on the CPU) ⚠", "fails": " (fails) ⚠"}
+_FA_WORDS = {
+    "gpu-f16": "decode converts K and V to f16 first",
+    "cpu": "the GPUs refuse flash attention",
+    "fails": "llama.cpp aborts",
+}
+
+
+def _kv_fa_notes(report: PlanReport) -> tuple[str, ...]:
+    """One line per kind of flash attention that is not native: its pairs and the rule."""
+    lines = []
+    for where, words in _FA_WORDS.items():
+        rows = [r for r in report.kv_comparison if r.fa_where == where]
+        if rows:
+            pairs = ", ".join(f"{r.kv_k.value}/{r.kv_v.value}" for r in rows)
+            lines.append(f"⚠ {pairs}: {words}, not advised on this rig. {rows[0].speed_note}")
+    return tuple(lines)
+
+
 def _kv_table(report: PlanReport) -> Table:
     paths = [p.path.value for p in report.paths]
     rows = []
@@ -163,7 +183,7 @@ def _kv_table(report: PlanReport) -> Table:
             (
                 r.kv_k.value,
                 r.kv_v.value,
-                "on" if r.flash_attn else "off",
+                ("on" if r.flash_attn else "off") + _FA_MARK.get(r.fa_where, ""),
                 f"{r.bytes_per_token:,}",
                 gib(r.kv_bytes, 2),
                 *(
@@ -295,6 +315,9 @@ def report_blocks(report: PlanReport) -> list[Block]:
             )
         )
         blocks.append(_kv_table(report))
+        fa_notes = _kv_fa_notes(report)
+        if fa_notes:
+            blocks.append(Bullets(fa_notes))
     blocks.append(Chart("kv", "Memory against context for each KV cache type"))
     label = "recommended" if report.recommended is not None else "nearest (nothing fits)"
     if report.placement_edited:

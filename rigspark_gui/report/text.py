@@ -34,7 +34,8 @@ def path_summary(p: PathPlan) -> str:
             f"{gib(p.usable_bytes)}"
         )
         if p.path is PathName.CPU_OFFLOAD and p.ngl is not None:
-            text += f" (-ngl {p.ngl})"
+            moe = f" --n-cpu-moe {p.n_cpu_moe}" if p.n_cpu_moe else ""
+            text += f" (-ngl {p.ngl}{moe})"
     elif p.shortfall_bytes is not None:
         text = f"does not fit at {p.quant}; needs {gib(p.shortfall_bytes)} more usable memory"
     else:
@@ -50,13 +51,36 @@ def path_summary(p: PathPlan) -> str:
     return text
 
 
-def settings_line(s: PlanSettings, unified_memory: bool = False) -> str:
+def settings_line(s: PlanSettings, unified_memory: bool = False, *, resolved: bool = False) -> str:
+    """The settings in a few words. `resolved`: the settings of a plan, whose values left
+    to the engine are what they became (else they say "auto")."""
     kv = s.kv_k.value if s.kv_k == s.kv_v else f"K {s.kv_k.value} / V {s.kv_v.value}"
+    auto = (lambda name: False) if resolved else s.is_auto
+    context = "auto" if auto("context") else tokens(s.context)
+    flash = "auto" if auto("flash_attn") else ("on" if s.flash_attn else "off")
+    seqs = "auto" if auto("parallel") else str(s.parallel)
+    unified = " unified" if s.kv_unified and not auto("parallel") else ""
     return (
-        f"{tokens(s.context)} context, KV {kv}, "
-        f"flash attention {'on' if s.flash_attn else 'off'}, {s.parallel} seq, "
+        f"{context} context, KV {kv}, flash attention {flash}, {seqs} seq{unified}, "
         f"{s.backend.value}{', unified memory' if unified_memory else ''}"
     )
+
+
+def engine_lines(plan: Plan) -> list[str]:
+    """The engine's own defaults this plan took, and what llama.cpp's fit would set."""
+    lines: list[str] = []
+    if plan.resolved is not None and plan.resolved.assumed:
+        lines.append(f"Engine defaults ({plan.resolved.engine}):")
+        lines.extend(f"  {a}" for a in plan.resolved.assumed)
+    if plan.fit is not None:
+        fit = plan.fit
+        told = fit.command or f"gives up: {fit.reason}"
+        lines.append(f"As llama.cpp's fit runs it ({fit.status.value}): {told}")
+        if plan.fit_summary:
+            lines.append(f"  {plan.fit_summary}")
+    if lines:
+        lines.append("")
+    return lines
 
 
 def auto_rule(s: PlanSettings) -> str:
@@ -77,12 +101,13 @@ def short_basis(basis: str) -> str:
 
 
 def format_plan(plan: Plan) -> str:
-    head = f"Plan for {plan.model_name} ({settings_line(plan.settings, plan.unified_memory)})"
-    lines = [head, ""]
+    words = settings_line(plan.settings, plan.unified_memory, resolved=True)
+    lines = [f"Plan for {plan.model_name} ({words})", ""]
     for note in plan.notes:
         lines.append(f"Note: {note}")
     if plan.notes:
         lines.append("")
+    lines.extend(engine_lines(plan))
     for p in plan.paths:
         badge = "  <- recommended" if plan.recommended is p.path else ""
         lines.append(f"  {path_label(p):<22} {path_summary(p)}{badge}")
@@ -209,19 +234,19 @@ def format_loads(loads: tuple[DeviceLoad, ...]) -> str:
 
 
 def format_placement(placement: Placement) -> str:
-    runs: list[tuple[str, str, str]] = []
+    """Runs of units on one device, experts kept apart said on the run they leave."""
+    runs: list[tuple[str, str | None, str, str]] = []
     for u in placement.units:
-        if runs and runs[-1][0] == u.device and u.experts_device is None:
-            runs[-1] = (u.device, runs[-1][1], u.unit)
+        away = u.experts_device if u.experts_device not in (None, u.device) else None
+        if runs and runs[-1][:2] == (u.device, away):
+            runs[-1] = (u.device, away, runs[-1][2], u.unit)
         else:
-            runs.append((u.device, u.unit, u.unit))
+            runs.append((u.device, away, u.unit, u.unit))
     lines = ["Placement:"]
-    for dev, first, last in runs:
+    for dev, away, first, last in runs:
         span = first if first == last else f"{first} .. {last}"
-        lines.append(f"  {span:<24} -> {dev}")
-    for u in placement.units:
-        if u.experts_device is not None:
-            lines.append(f"  {u.unit} experts -> {u.experts_device}")
+        experts = f" (experts -> {away})" if away else ""
+        lines.append(f"  {span:<24} -> {dev}{experts}")
     return "\n".join(lines)
 
 

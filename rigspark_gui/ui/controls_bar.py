@@ -28,7 +28,8 @@ from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.quant_combo import QuantCombo
 from rigspark_gui.ui.session import PlannerSession
 
-PRESETS = (("4K", 4096), ("8K", 8192), ("32K", 32768), ("128K", 131072))
+# 4K is left to the slider: "auto" (the engine's own context) takes its place
+PRESETS = (("8K", 8192), ("32K", 32768), ("128K", 131072))
 BACKEND_LABELS = {b: b.label for b in Backend}
 GPU_BACKEND_LABELS = {
     None: "Auto",
@@ -97,22 +98,38 @@ class ControlsBar(QWidget):
         self.context_slider.setMinimumWidth(90)
         self.context_slider.valueChanged.connect(self._on_slider)
         self.context_spin = TokenSpinBox()
-        self.context_spin.setRange(1, 1 << 24)
+        self.context_spin.setRange(0, 1 << 24)
+        # 0 = auto: the engine's own (llama.cpp: the trained context, shrunk by --fit)
+        self.context_spin.setSpecialValueText("auto")
         self.context_spin.setSingleStep(1024)
         self.context_spin.setSuffix(" tokens")
         self.context_spin.setToolTip(
-            "Exact context length (llama.cpp -c); total over all sequences"
+            "Exact context length (llama.cpp -c); total over all sequences. "
+            "auto: what the engine picks (llama.cpp's fit shrinks the trained context "
+            "until the model fits)"
         )
         self.context_spin.setKeyboardTracking(False)
         self.context_spin.valueChanged.connect(self._on_spin)
         presets = QHBoxLayout()
         presets.setSpacing(2)
         self.preset_buttons: dict[str, QPushButton] = {}
-        for label, n in (*PRESETS, ("max", 0)):
+        for label, n in (("auto", -1), *PRESETS, ("max", 0)):
             b = QPushButton(label)
             b.setFixedWidth(42)
-            b.setToolTip("The model's trained context" if label == "max" else f"{n} tokens")
-            b.clicked.connect(lambda _=False, n=n: self._set_context(n or self._max_context))
+            b.setToolTip(
+                "The engine's own context (llama.cpp: as much as --fit leaves room for)"
+                if n < 0
+                else "The model's trained context"
+                if label == "max"
+                else f"{n} tokens"
+            )
+            b.clicked.connect(
+                lambda _=False, n=n: (
+                    self._update(context="auto")
+                    if n < 0
+                    else self._set_context(n or self._max_context)
+                )
+            )
             presets.addWidget(b)
             self.preset_buttons[label] = b
 
@@ -128,15 +145,25 @@ class ControlsBar(QWidget):
         self.kv_v.currentIndexChanged.connect(self._on_kv_v)
 
         self.flash_attn = QCheckBox("Flash attention")
+        # three states: off, auto (partly checked: on where the devices run it), on
+        self.flash_attn.setTristate(True)
         self.flash_attn.setToolTip(
-            "llama.cpp -fa: smaller compute buffer; required for a quantized V cache"
+            "llama.cpp -fa: smaller compute buffer; required for a quantized V cache. "
+            "Partly checked = auto (llama.cpp's default): on where every device holding "
+            "the KV cache runs it"
         )
-        self.flash_attn.toggled.connect(self._on_fa)
+        self.flash_attn.stateChanged.connect(self._on_fa_state)
         self.parallel = QSpinBox()
-        self.parallel.setRange(1, 256)
+        self.parallel.setRange(0, 256)
+        self.parallel.setSpecialValueText("auto")
         self.parallel.setPrefix("× ")
-        self.parallel.setToolTip("Parallel sequences (llama.cpp -np): they share the context")
-        self.parallel.valueChanged.connect(lambda n: self._update(parallel=n))
+        self.parallel.setToolTip(
+            "Parallel sequences (llama.cpp -np): they share the context. auto: the "
+            "engine's own (llama-server: 4 slots on one unified KV cache)"
+        )
+        self.parallel.valueChanged.connect(
+            lambda n: None if self._syncing else self._update(parallel=n or "auto")
+        )
         self.prompt = QSpinBox()
         self.prompt.setRange(1, 1 << 20)
         self.prompt.setSingleStep(256)
@@ -223,10 +250,34 @@ class ControlsBar(QWidget):
         rows.addLayout(bottom)
 
         session.settings_changed.connect(self.show_settings)
+        session.plan_changed.connect(self._show_resolved)
         session.model_changed.connect(self._on_model_changed)
         session.models_changed.connect(lambda: self.model_picker.set_models(session.specs))
         self.model_picker.set_models(session.specs)
         self.show_settings(session.settings)
+
+    def _show_resolved(self, plan: object) -> None:
+        """What the settings left to the engine became in this plan, on the controls."""
+        resolved = getattr(plan, "resolved", None)
+        if resolved is None:
+            return
+        s = self.session.settings
+        self._syncing = True
+        try:
+            if s.is_auto("context"):
+                self.context_slider.setValue(self._slider_pos(resolved.context))
+            words = ", ".join(resolved.assumed) or "nothing was left to the engine"
+            self.context_spin.setStatusTip(f"This plan: {resolved.context:,} tokens")
+            self.context_spin.setToolTip(
+                f"Context (llama.cpp -c), total over all sequences. This plan: "
+                f"{resolved.context:,} tokens. Engine defaults taken: {words}"
+            )
+            fa = "on" if resolved.flash_attn else "off"
+            self.flash_attn.setText(
+                f"Flash attention ({fa})" if s.is_auto("flash_attn") else "Flash attention"
+            )
+        finally:
+            self._syncing = False
 
     def _kv_combo(self, tip: str) -> QComboBox:
         c = QComboBox()
@@ -239,15 +290,22 @@ class ControlsBar(QWidget):
     def show_settings(self, s: PlanSettings) -> None:
         self._syncing = True
         try:
-            self.context_spin.setValue(s.context)
+            auto_ctx = s.is_auto("context")
+            self.context_spin.setValue(0 if auto_ctx else s.context)
             self.context_slider.setValue(self._slider_pos(s.context))
             self.kv_k.setCurrentIndex(self.kv_k.findData(s.kv_k.value))
             self.kv_v.setCurrentIndex(self.kv_v.findData(s.kv_v.value))
             if s.kv_k != s.kv_v:
                 self.kv_link.setChecked(False)  # mixed types cannot be shown as linked
             self.kv_v.setEnabled(not self.kv_link.isChecked())
-            self.flash_attn.setChecked(s.flash_attn)
-            self.parallel.setValue(s.parallel)
+            self.flash_attn.setCheckState(
+                Qt.CheckState.PartiallyChecked
+                if s.is_auto("flash_attn")
+                else Qt.CheckState.Checked
+                if s.flash_attn
+                else Qt.CheckState.Unchecked
+            )
+            self.parallel.setValue(0 if s.is_auto("parallel") else s.parallel)
             self.prompt.setValue(s.prompt_tokens)
             self.backend.setCurrentIndex(self.backend.findData(s.backend.value))
             self._offer_kv_types(s.backend)
@@ -306,7 +364,10 @@ class ControlsBar(QWidget):
 
     def _on_spin(self, n: int) -> None:
         if not self._syncing:
-            self._set_context(n)
+            if n == 0:
+                self._update(context="auto")
+            else:
+                self._set_context(n)
 
     def _set_context(self, n: int) -> None:
         clamped = min(n, self._max_context)
@@ -345,7 +406,7 @@ class ControlsBar(QWidget):
             why = backend.kv_problem(s.kv_k, s.kv_v) or ""
             kv = k.value if k == v else f"K {k.value} / V {v.value}"
             self.message.emit(f"{why[:1].upper()}{why[1:]}: KV cache set to {kv}")
-        if v.quantized and backend.ggml_based and not s.flash_attn:
+        if v.quantized and backend.ggml_based and not s.flash_attn and not s.is_auto("flash_attn"):
             changes["flash_attn"] = True
         if backend is Backend.SGLANG and s.cpu_offload_gb:
             changes["cpu_offload_gb"] = 0.0  # a vLLM option
@@ -376,13 +437,22 @@ class ControlsBar(QWidget):
 
     def _apply_kv(self, k: KvCacheType, v: KvCacheType) -> None:
         changes: dict[str, object] = {"kv_k": k, "kv_v": v}
-        if v.quantized and not self.session.settings.flash_attn:
+        cur = self.session.settings
+        if v.quantized and not cur.flash_attn and not cur.is_auto("flash_attn"):
             changes["flash_attn"] = True
             self.message.emit(
                 "Flash attention switched on: llama.cpp needs it for a quantized V cache "
                 f"({v.value})"
             )
         self._update(**changes)
+
+    def _on_fa_state(self, state: int) -> None:
+        if self._syncing:
+            return
+        if Qt.CheckState(state) is Qt.CheckState.PartiallyChecked:
+            self._update(flash_attn="auto")
+        else:
+            self._on_fa(Qt.CheckState(state) is Qt.CheckState.Checked)
 
     def _on_fa(self, on: bool) -> None:
         if self._syncing:

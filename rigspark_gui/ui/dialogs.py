@@ -45,3 +45,18 @@ def show_exception(parent: QWidget | None, title: str, message: str, details: st
     box.setDetailedText(details)
     box.setStandardButtons(QMessageBox.StandardButton.Close)
     box.exec()
+
+
+# what a headless run answers when a text is asked for (tests set it)
+answers: list[str] = []
+
+
+def ask_text(parent: QWidget | None, title: str, label: str) -> str | None:
+    """A multi-line text from the user (None: cancelled). Headless: the next queued
+    answer, or None."""
+    if HEADLESS:
+        return answers.pop(0) if answers else None
+    from PySide6.QtWidgets import QInputDialog
+
+    text, ok = QInputDialog.getMultiLineText(parent, title, label)
+    return text if ok else None

@@ -42,6 +42,13 @@ if TYPE_CHECKING:
     from rigspark_gui.ui.kv_chart import KvChartWidget
 
 NOTICE_MS = 8000  # how long a refused choice's reason stays up
+# the speed-note column's words for a pair whose flash attention is not the GPUs' own
+# kernel (KvComparisonRow.fa_where)
+FA_MARKS = {
+    "gpu-f16": "⚠ slower decode (K/V copied to f16)",
+    "cpu": "⚠ attention on the CPU",
+    "fails": "⚠ llama.cpp aborts",
+}
 
 
 def _kv_chart() -> KvChartWidget:
@@ -225,11 +232,13 @@ class KvTab(QWidget):
                 loss_words(row.kv_kld),
                 f"KL divergence against an f16 cache ≈ {row.kv_kld:.2g}{basis}",
             )
+        pair = f"{row.kv_k.value} / {row.kv_v.value}"
+        tip = f"K {row.kv_k.value}, V {row.kv_v.value}; {fa}"
+        if not row.advised:
+            pair = f"⚠ {pair}"
+            tip += f"\nNot advised on this rig: {row.speed_note}"
         cells = [
-            (
-                f"{row.kv_k.value} / {row.kv_v.value}",
-                f"K {row.kv_k.value}, V {row.kv_v.value}; {fa}",
-            ),
+            (pair, tip),
             quality,
             (
                 gib(row.kv_bytes, 2),
@@ -244,7 +253,7 @@ class KvTab(QWidget):
                 (text, f"the largest context (step 256) that fits on {lim.path.value}{at}")
             )
         note = row.speed_note
-        cells.append(("⚠ attention on the CPU" if "CPU" in note else note, note))
+        cells.append((FA_MARKS.get(row.fa_where, note), note))
         return cells
 
     def _apply_filter(self) -> None:

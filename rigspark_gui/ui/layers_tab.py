@@ -8,6 +8,7 @@ actions come from `layers_toolbar`.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -27,7 +28,13 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.launch import Engine, LaunchCommand
+from rigspark_gui.core.fit import UserFlags, llama_fit
+from rigspark_gui.core.launch import (
+    Engine,
+    LaunchCommand,
+    apply_llama_args,
+    parse_llama_args,
+)
 from rigspark_gui.core.memory import (
     RepackBytes,
     WeightsLayout,
@@ -45,13 +52,15 @@ from rigspark_gui.core.placement import (
     device_loads,
     even_split,
     fill_fastest_first,
-    fit_by_ngl,
     rig_devices,
     uniform_placement,
+    with_cpu_moe,
 )
+from rigspark_gui.core.plan import auto_placement
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
+from rigspark_gui.ui import dialogs
 from rigspark_gui.ui.capacity_bar import SEGMENTS
 from rigspark_gui.ui.device_lane import DeviceLane, device_name, host_groups, host_title
 from rigspark_gui.ui.lane_model import LaneModel, device_label
@@ -228,8 +237,9 @@ class LayersTab(QWidget):
         )
         self.fastest_action = tab_action(
             self,
-            "Fill fastest first",
-            "As many layers as fit on the highest-bandwidth GPU, then the next, rest on the CPU",
+            "Fastest first",
+            "Fill the fastest GPU first: as many layers as fit on the highest-bandwidth GPU, "
+            "then the next, the rest on the CPU",
             self._on_fastest_action_triggered,
         )
         self.even_action = tab_action(
@@ -260,6 +270,20 @@ class LayersTab(QWidget):
             "Like llama.cpp's --n-cpu-moe N",
             self._on_first_n_triggered,
         )
+        self.paste_action = tab_action(
+            self,
+            "Paste a command line…",
+            "The placement a llama-server / llama-cli command line makes (-ngl, "
+            "--tensor-split, -ot, --cpu-moe, --n-cpu-moe)",
+            self._on_paste_triggered,
+        )
+        self.fit_action = tab_action(
+            self,
+            "As llama.cpp's fit places it",
+            "What llama-server -m FILE does by itself: --fit's -ngl, --tensor-split and "
+            "expert overrides for this plan's settings",
+            self._on_fit_triggered,
+        )
         self.move_menu = QMenu("Move selection to", self)
 
     def _build_toolbar(self) -> LayersToolbar:
@@ -271,6 +295,7 @@ class LayersTab(QWidget):
             move_menu=self.move_menu,
             experts_actions=(self.experts_cpu_action, self.experts_back_action),
             first_n_action=self.first_n_action,
+            command_actions=(self.paste_action, self.fit_action),
         )
         self.first_n_spin = tb.first_n_spin
         self.experts_button = tb.experts_button
@@ -339,13 +364,54 @@ class LayersTab(QWidget):
         if self._spec is None or self._rig is None or self._settings is None:
             return None
         assert self._layout is not None
-        return fit_by_ngl(
-            self._spec.geometry, self._layout, self._rig, self._settings, self._kv_layers
-        )
+        # llama.cpp's -ngl rule, or for an MoE model the experts of the first layers in
+        # system memory (--n-cpu-moe) when that decodes faster, as the plan chooses
+        return auto_placement(
+            self._spec.geometry, self._layout, self._rig, self._settings, self._perf,
+            self._kv_layers,
+        )  # fmt: skip
 
     def _replace(self, placement: Placement | None, text: str) -> None:
         if placement is not None:
             self._document.replace(placement, text)
+
+    def apply_command(self, text: str) -> bool:
+        """Show the placement a pasted llama.cpp command line makes; False (and why, in
+        the message line) when it cannot be read."""
+        if self._spec is None or self._rig is None or self._settings is None:
+            return False
+        try:
+            argv = shlex.split(text.replace("\\\n", " "))
+            ngl, split, overrides = parse_llama_args(argv)
+            placement = apply_llama_args(
+                self._spec.geometry, self._rig, self._settings, ngl, split, overrides
+            )
+        except (RigSparkError, ValueError) as err:
+            self.message.setText(f"That command line cannot be placed: {err}")
+            return False
+        self._replace(placement, "Paste a llama.cpp command")
+        self.message.setText("The placement of the pasted command line.")
+        return True
+
+    @Slot()
+    def _on_paste_triggered(self) -> None:
+        text = dialogs.ask_text(self, "Paste a llama.cpp command", "llama-server … command line:")
+        if text:
+            self.apply_command(text)
+
+    @Slot()
+    def _on_fit_triggered(self) -> None:
+        """llama.cpp's fit for this plan, as a placement (its command's -ngl/-ts/-ot)."""
+        if self._spec is None or self._rig is None or self._settings is None:
+            return
+        s = self._settings
+        user = UserFlags(context=None if s.is_auto("context") else s.context)
+        fit = llama_fit(self._spec, self._quant or "", self._rig, s, user=user)
+        if not fit.command:
+            self.message.setText(f"llama.cpp's fit gives up: {fit.reason}")
+            return
+        self.apply_command(f"llama-server {fit.command}")
+        self.message.setText(f"As llama.cpp's fit places it: {fit.command}")
 
     @Slot()
     def _on_auto_action_triggered(self) -> None:
@@ -357,7 +423,7 @@ class LayersTab(QWidget):
             p = fill_fastest_first(
                 self._spec.geometry, self._layout, self._rig, self._settings, self._kv_layers
             )
-            self._replace(p, "Fill fastest first")
+            self._replace(p, "Fastest first")
 
     @Slot()
     def _on_even_triggered(self) -> None:
@@ -407,11 +473,14 @@ class LayersTab(QWidget):
     def _on_first_n_triggered(self) -> None:
         if self._spec is None:
             return
-        g = self._spec.geometry
+        current = self._document.placement
+        if current is None:
+            return
+        # exactly llama.cpp's --n-cpu-moe N: the experts of layers 0..N-1 off the CPU in
+        # system memory, every other layer's with its layer
         n = self.first_n_spin.value()
-        blocks = [f"blk.{il}" for il in range(min(n, g.n_layer)) if g.is_moe_layer(il)]
-        if blocks:
-            self._run_edit(lambda: self._document.move_experts(blocks, CPU))
+        after = with_cpu_moe(current, self._spec.geometry, n)
+        self._replace(after, f"Experts of the first {n} layers to CPU (--n-cpu-moe {n})")
 
     @Slot(str)
     def _on_lane_drop_refused(self, why: str) -> None:

@@ -57,11 +57,25 @@ class LayersToolbar(QToolBar):
         move_menu: QMenu,
         experts_actions: Sequence[QAction],
         first_n_action: QAction,
+        command_actions: Sequence[QAction] = (),
     ) -> None:
         super().__init__(owner)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for a in strategies:
-            self.addAction(a)
+        for i, a in enumerate(strategies):
+            if i == 0 and command_actions:
+                # Auto-place, with the other ways llama.cpp places a model behind its
+                # arrow: fit's own placement, or a pasted command line
+                menu = QMenu("Place as llama.cpp does", owner)
+                for c in command_actions:
+                    menu.addAction(c)
+                button = QToolButton(self)
+                button.setDefaultAction(a)
+                button.setMenu(menu)
+                button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+                self.addWidget(button)
+                self.command_menu = menu
+            else:
+                self.addAction(a)
         self.addSeparator()
         self.addAction(undo)
         self.addAction(redo)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from rigspark_gui.core.chart_spec import COLOURS, FitChart, SpeedChart, fit_chart, speed_chart
-from rigspark_gui.core.plan import PathPlan, Plan, Suggestion
+from rigspark_gui.core.plan import SAME_AS_FIT, PathPlan, Plan, Suggestion
 from rigspark_gui.core.units import gib, seconds_text, speed_text
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ from rigspark_gui.ui.chart_slot import ChartSlot
 from rigspark_gui.ui.content_fit import ColumnFit
 from rigspark_gui.ui.steady_label import SteadyLabel
 
-MIN_CHARTS_PX = 200  # the charts keep this much height when the table takes its rows
+MIN_CHARTS_PX = 180  # the charts keep this much height when the table takes its rows
 COLUMNS = ("Path", "Verdict", "Quant", "Memory", "Shortfall", "Decode speed", "Prefill", "Reason")
 
 
@@ -208,6 +208,13 @@ class PathsTab(QWidget):
                 f"<b>{escape(plan.model_name)}</b> does not fit this rig at this context "
                 "on any path."
             )
+        if plan.fit_summary and plan.fit is not None:
+            # as the engine runs it (llama.cpp's fit), beside RigSpark's own plan: a line
+            # of its own where the two differ, else in the tooltip
+            tip = f"{auto_rule(plan.settings)}\n{plan.fit_summary}"
+            self.summary.setToolTip(tip)
+            if not plan.fit_summary.startswith(SAME_AS_FIT):
+                text += f"<br><span style='color:gray'>{escape(plan.fit_summary)}</span>"
         if warnings:
             lines = "".join(f"<br>⚠ {escape(w)}" for w in warnings)
             text += f"<span style='color:{COLOURS['kv']}'>{lines}</span>"

@@ -17,7 +17,11 @@ from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
-from rigspark_gui.core.settings import PlanSettings, make_settings, settings_values
+from rigspark_gui.core.settings import (
+    engine_default_settings,
+    make_settings,
+    settings_values,
+)
 from rigspark_gui.core.speed import SpeedModel
 
 
@@ -35,7 +39,9 @@ class PlannerSession(QObject):
         self.perf = perf
         self.spec: ModelSpec | None = None
         self.rig: Rig | None = None
-        self.settings = PlanSettings()
+        # a new plan starts from the engine's own defaults (context, flash attention and
+        # slots auto), as `llama-server -m model.gguf` would run it
+        self.settings = engine_default_settings()
         self.plan: Plan | None = None
         # The context the user asked for: a model with a shorter trained context clamps
         # it, and the next model that allows it gets it back.

@@ -28,8 +28,9 @@ def test_an_ollama_tag_runs_as_typed_on_a_cpu_only_machine(capsys) -> None:
     lines = ollama["text"].splitlines()
     assert "ollama run llama3.1:8b" in lines
     serve = next(line for line in lines if line.endswith("ollama serve"))
-    assert "OLLAMA_CONTEXT_LENGTH=8192" in serve and "OLLAMA_KV_CACHE_TYPE=f16" in serve
-    assert "OLLAMA_FLASH_ATTENTION=0" in serve
+    # Ollama >= 0.30 on a machine without VRAM defaults to 4096 tokens, an f16 KV cache
+    # and automatic flash attention, and a new plan takes exactly those: nothing to set
+    assert serve == "ollama serve"
     assert "Modelfile" not in ollama["text"] and "ollama create" not in ollama["text"]
     kobold = cmds["koboldcpp"]
     assert kobold["supported"]

@@ -104,7 +104,9 @@ def test_gpt_oss_20b_on_a_24gb_laptop_without_gpu_gets_one_verdict(
     `place` said "Fits" (fits: true): the 5 % kept free counted for one and not the
     other. Both now apply it: one verdict, one exit code, on every surface."""
     rig = write_rig(tmp_path, "laptop-24gb", **LAPTOP_24GB)
-    planned, placed, plan_code, place_code = _plan_and_place(capsys, "gpt-oss-20b", rig)
+    # as the user ran it: 8K context, flash attention off, one sequence
+    old = ("--context", "8192", "--flash-attn", "off", "--parallel", "1")
+    planned, placed, plan_code, place_code = _plan_and_place(capsys, "gpt-oss-20b", rig, *old)
     path = _shown(planned)
     assert path["fits"] is False and placed["fits"] is False
     assert plan_code == place_code == 1
@@ -115,8 +117,8 @@ def test_gpt_oss_20b_on_a_24gb_laptop_without_gpu_gets_one_verdict(
     assert placed["quant"] == path["quant"] == "MXFP4"
 
     # the words agree too
-    _, plan_text = cli(capsys, "plan", "--model", "gpt-oss-20b", "--rig", str(rig))
-    _, place_text = cli(capsys, "place", "--model", "gpt-oss-20b", "--rig", str(rig))
+    _, plan_text = cli(capsys, "plan", "--model", "gpt-oss-20b", "--rig", str(rig), *old)
+    _, place_text = cli(capsys, "place", "--model", "gpt-oss-20b", "--rig", str(rig), *old)
     need = f"needs {path['shortfall_bytes'] / GIB:.1f} GiB more usable memory"
     assert need == "needs 0.1 GiB more usable memory"  # what the user saw
     assert f"does not fit at MXFP4; {need}" in plan_text
@@ -296,7 +298,7 @@ def test_help_names_every_default(capsys: pytest.CaptureFixture[str], command: s
     with pytest.raises(SystemExit):
         main([command, "--help"])
     out = capsys.readouterr().out
-    for shown in ("(default: 8192)", "(default: f16)", "(default: llama.cpp)"):
+    for shown in ("(default: auto)", "(default: f16)", "(default: llama.cpp)"):
         assert shown in out.replace("\n", " ").replace("  ", " ") or command == "export"
 
 

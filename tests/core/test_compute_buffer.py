@@ -18,6 +18,8 @@ Two GPUs with pipeline parallelism ("pipeline parallelism enabled (n_copies=4)")
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rigspark_gui.core.memory import (
@@ -26,7 +28,7 @@ from rigspark_gui.core.memory import (
     host_compute_bytes,
 )
 from rigspark_gui.core.model.model_spec import Geometry
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import KvCacheType, PlanSettings
 
 MIB = 1 << 20
 
@@ -94,3 +96,104 @@ def test_pipeline_parallel_host_buffer() -> None:
     """ollama #9068: CUDA_Host compute 26.02 MiB: the input row and four mask copies."""
     s = PlanSettings(context=2048)
     assert host_compute_bytes(QWEN_32B, s, PIPELINE_COPIES) / MIB == pytest.approx(26.02, abs=0.03)
+
+
+# llama.cpp b11434's CPU compute buffer (validation/compute_b11434.py): the Llama-shaped
+# and tied-embedding rows, fitted and held out, to the log's 0.01 MiB. The other
+# architectures (fused QKV, MoE, sliding window, MLA) are not modelled yet.
+_B11434_EXACT = {
+    "llama3-gqa", "ff4096", "embd1024", "vocab8192", "vocab32000", "kv4", "mha", "hd128",
+    "hd32-h16", "qwen2-tied", "wide-held",
+}  # fmt: skip
+
+
+def test_cpu_buffer_matches_llama_cpp_b11434_on_llama_shapes() -> None:
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))
+    from validation.compute_b11434 import OUT, evaluate
+
+    rows = [r for r in evaluate(json.loads(OUT.read_text())) if r["model"] in _B11434_EXACT]
+    assert len(rows) >= 500 and any(r["held_out"] for r in rows)
+    worst = max(rows, key=lambda r: abs(r["error_mib"]))
+    assert abs(worst["error_mib"]) <= 0.0101, worst
+
+
+# RPC devices (ggml-rpc-server on a CPU) in llama.cpp b11434's fit dry runs, ctx 16384, flash
+# attention, n_ubatch 512. Two decimals: llama-fit-params -fitp with GGML_SCHED_DEBUG (the
+# sched_reserve lines) on validation/.work/fit/fit-llama3-8b-Q4_0.gguf, local RPC servers;
+# whole MiB: the memory breakdown tables in validation/fit_cases.json's traces.
+LLAMA3_8B = _g("llama", 32, 4096, 32, 8, 128, 128256, 14336)
+LLAMA3_3B = _g("llama", 28, 3072, 24, 8, 128, 128256, 8192)
+GEMMA2_9B = Geometry(
+    architecture="gemma2", n_layer=42, n_embd=3584, n_head=16, n_head_kv=8, head_dim_k=256,
+    head_dim_v=256, n_vocab=256000, n_ff=14336, tied_embeddings=True, sliding_window=4096,
+    swa_pattern=2, context_length=8192,
+)  # fmt: skip
+
+RPC_CASES = [
+    # geometry, n_ctx, layers [lo, hi), holds the head, pipeline copies, MiB, digits
+    # -ngl 33 -ts 24,9 (pipeline parallelism: every layer and the head on RPC devices)
+    (LLAMA3_8B, 16384, (0, 24), False, 4, 276.05, 2),
+    (LLAMA3_8B, 16384, (24, 32), True, 4, 386.55, 2),
+    (LLAMA3_8B, 16384, (0, 32), True, 4, 426.56, 2),  # -ts 0,1: the idle device counts
+    (LLAMA3_8B, 16384, (11, 22), False, 4, 236.04, 2),  # -ts 11,11,11, the middle one
+    # -ngl 21 -ts 12,9: layers 0-11 on the CPU, no pipeline copies
+    (LLAMA3_8B, 16384, (12, 24), False, 1, 116.01, 2),
+    (LLAMA3_8B, 16384, (24, 32), True, 1, 258.50, 2),
+    (LLAMA3_8B, 16384, (0, 32), True, 1, 298.52, 2),  # a single RPC device
+    # fit_cases.json traces (held out: the formula was read off the llama3-8b runs)
+    (LLAMA3_3B, 16384, (0, 18), False, 4, 208, 0),  # rpc2-split, -ts 18,11
+    (LLAMA3_3B, 16384, (18, 28), True, 4, 368, 0),
+    (LLAMA3_3B, 16384, (13, 23), False, 1, 76, 0),  # rpc2-partial, -ngl 16 -ts 10,6
+    (LLAMA3_3B, 74496, (0, 15), False, 4, 435, 0),  # rpc2-auto-ctx
+    (GEMMA2_9B, 8192, (0, 27), False, 4, 247, 0),  # rpc2-split, -ts 27,16
+    (GEMMA2_9B, 8192, (27, 42), True, 4, 613, 0),
+    (GEMMA2_9B, 8192, (28, 37), False, 4, 212, 0),  # rpc3-partial, -ts 28,9,6
+    (GEMMA2_9B, 8192, (18, 34), False, 1, 110, 0),  # rpc2-partial, -ngl 25 -ts 16,9
+]
+
+
+@pytest.mark.parametrize(("g", "n_ctx", "span", "head", "copies", "mib", "digits"), RPC_CASES)
+def test_rpc_device_matches_llama_cpp_b11434(
+    g: Geometry, n_ctx: int, span: tuple[int, int], head: bool, copies: int, mib: float,
+    digits: int,
+) -> None:  # fmt: skip
+    s = PlanSettings(context=n_ctx, flash_attn=True)
+    got = device_compute_bytes(g, s, list(range(*span)), head, copies=copies, rpc_cpu=True)
+    if digits:
+        assert got / MIB == pytest.approx(mib, abs=0.006)
+    else:  # the breakdown table truncates to whole MiB
+        assert got // MIB == mib
+
+
+def test_rpc_device_rotated_quantized_cache() -> None:
+    """-ctk q8_0 -ctv q8_0 -ts 11,11,11: 268.37 and 228.35 MiB (Hadamard inputs, a row
+    fewer under the FFN); -np 2, -ts 23,10: the first device 236.37 MiB."""
+    s = PlanSettings(context=16384, flash_attn=True, kv_k=KvCacheType.Q8_0, kv_v=KvCacheType.Q8_0)
+    first = device_compute_bytes(LLAMA3_8B, s, list(range(11)), False, copies=4, rpc_cpu=True)
+    mid = device_compute_bytes(LLAMA3_8B, s, list(range(11, 22)), False, copies=4, rpc_cpu=True)
+    assert (first / MIB, mid / MIB) == pytest.approx((268.37, 228.35), abs=0.006)
+    s2 = replace(s, parallel=2)
+    np2 = device_compute_bytes(LLAMA3_8B, s2, list(range(23)), False, copies=4, rpc_cpu=True)
+    assert np2 / MIB == pytest.approx(236.37, abs=0.006)
+
+
+def test_rpc_device_matches_b11434_single_device_rows() -> None:
+    """validation/compute_b11434.json's RPC rows (every layer and the head on one RPC
+    device, synthetic models, flash attention on and off), to the log's 0.01 MiB."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))
+    from validation.compute_b11434 import OUT, evaluate_rpc
+
+    rows = evaluate_rpc(json.loads(OUT.read_text()))
+    assert len(rows) >= 70
+    worst = max(rows, key=lambda r: abs(r["rpc_error_mib"]))
+    assert abs(worst["rpc_error_mib"]) <= 0.0051, worst

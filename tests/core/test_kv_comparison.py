@@ -15,7 +15,7 @@ from rigspark_gui.catalog.quality import load_quality
 from rigspark_gui.core.chart_spec import kv_chart_types, kv_memory_chart, place_line_labels
 from rigspark_gui.core.model import KvCacheType as K
 from rigspark_gui.core.plan import PathName, kv_comparison, plan
-from rigspark_gui.core.plan.planner import COMMON_KV_PAIRS, CUDA_FA_NOTE
+from rigspark_gui.core.plan.planner import COMMON_KV_PAIRS
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.formats.jsonable import jsonable
 
@@ -62,12 +62,22 @@ def test_quality_and_speed_are_said_where_known(llama70b, rig2x3090) -> None:
     assert rows[(K.F16, K.F16)].kv_kld == 0.0
     assert rows[(K.Q8_0, K.Q8_0)].kv_kld == pytest.approx(0.00098)
     assert rows[(K.Q4_1, K.Q4_1)].kv_kld is None  # not measured, and not guessed
-    # NVIDIA with CUDA: a default build has flash-attention kernels for K = V f16/q8_0/q4_0
-    assert rows[(K.Q8_0, K.Q8_0)].speed_note == ""
-    assert rows[(K.F16, K.Q8_0)].speed_note == CUDA_FA_NOTE
-    assert "GGML_CUDA_FA_ALL_QUANTS" in rows[(K.Q5_0, K.Q5_0)].speed_note
+    # NVIDIA with CUDA: a standard b11434 build compiles the decode kernels of K = V
+    # f16/bf16/q8_0/q4_0 (ggml/CMakeLists.txt GGML_CUDA_FA_QUANTS); other pairs of its
+    # types convert K and V to f16 first, and iq4_nl has no CUDA flash attention at all
+    assert rows[(K.Q8_0, K.Q8_0)].speed_note == "" and rows[(K.Q8_0, K.Q8_0)].advised
+    assert rows[(K.Q8_0, K.Q8_0)].fa_where == "native"
+    mixed = rows[(K.F16, K.Q8_0)]
+    assert mixed.fa_where == "gpu-f16" and not mixed.advised
+    assert "GGML_CUDA_FA_QUANTS" in rows[(K.Q5_0, K.Q5_0)].speed_note
+    iq4 = rows[(K.IQ4_NL, K.IQ4_NL)]
+    assert iq4.fa_where == "cpu" and "runs on the CPU" in iq4.speed_note
     vulkan = _plan(llama70b, rig2x3090, gpu_backend=GpuBackend.VULKAN).kv_comparison
-    assert all(r.speed_note == "" for r in vulkan)
+    assert all(r.speed_note == "" for r in vulkan if K.BF16 not in (r.kv_k, r.kv_v))
+    # Vulkan pairs bf16 only with bf16 (ggml_backend_vk_device_supports_op)
+    mixed_bf16 = [r for r in vulkan if (r.kv_k is K.BF16) != (r.kv_v is K.BF16)]
+    assert {r.fa_where for r in mixed_bf16 if r.flash_attn} == {"cpu"}
+    assert {r.fa_where for r in mixed_bf16 if not r.flash_attn} == {""}  # off: no matter
 
 
 def test_without_measurements_no_quality_is_claimed(llama8b, rig2x3090, perf) -> None:
@@ -82,7 +92,7 @@ def test_the_json_carries_the_new_fields(llama70b, rig2x3090) -> None:
     row = data["kv_comparison"][1]
     assert set(row) == {
         "kv_k", "kv_v", "flash_attn", "bytes_per_token", "kv_bytes", "limits", "kv_kld",
-        "speed_note",
+        "speed_note", "fa_where", "advised",
     }  # fmt: skip
     assert set(row["limits"][0]) == {"path", "quant", "max_context"}
 

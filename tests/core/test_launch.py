@@ -151,8 +151,9 @@ def test_ollama_modelfile_and_refusals(llama8b: ModelSpec) -> None:
     cmd = ollama_command(p, llama8b, "Q4_K_M", s, rig)
     assert cmd.supported
     assert "PARAMETER num_gpu 20" in cmd.text and "PARAMETER num_ctx 4096" in cmd.text
-    assert dict(cmd.env)["OLLAMA_KV_CACHE_TYPE"] == "q8_0"
-    assert dict(cmd.env)["OLLAMA_FLASH_ATTENTION"] == "1"
+    # Ollama >= 0.30: KV type and sequences differ from its defaults, flash attention is
+    # its own (auto) and is never forced
+    assert dict(cmd.env) == {"OLLAMA_KV_CACHE_TYPE": "q8_0", "OLLAMA_NUM_PARALLEL": "2"}
     mixed = replace(s, kv_k=KvCacheType.F16)
     refused = ollama_command(p, llama8b, "Q4_K_M", mixed, rig)
     assert not refused.supported and "one type to K and V" in refused.explanation
@@ -312,7 +313,8 @@ def test_ollama_runs_a_tag_with_the_settings_as_ollama_takes_them(llama8b: Model
     assert cmd.supported and cmd.argv == ("ollama", "run", "llama3.1:8b-instruct-q4_K_M")
     env = dict(cmd.env)
     assert env["OLLAMA_CONTEXT_LENGTH"] == "8192"
-    assert env["OLLAMA_KV_CACHE_TYPE"] == "q8_0" and env["OLLAMA_FLASH_ATTENTION"] == "1"
+    assert env["OLLAMA_KV_CACHE_TYPE"] == "q8_0" and "OLLAMA_FLASH_ATTENTION" not in env
+    assert "OLLAMA_NUM_PARALLEL" not in env  # one sequence: Ollama's default
     lines = cmd.text.splitlines()
     assert "ollama run llama3.1:8b-instruct-q4_K_M" in lines
     assert any(

@@ -60,7 +60,7 @@ def test_cli_works_with_sockets_blocked() -> None:
         assert "network access attempted" not in out.stderr
 
 
-CONCERNS = ("model", "memory", "placement", "speed", "serving", "launch", "plan")
+CONCERNS = ("model", "memory", "placement", "speed", "serving", "launch", "fit", "plan")
 
 
 def _program_imports() -> list[tuple[Path, str, str]]:

@@ -3,6 +3,8 @@ settings file model declares the same bounds. Both must agree, value by value.""
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,10 +18,21 @@ SERVING = {"memory_utilization", "tensor_parallel", "pipeline_parallel", "max_nu
            "max_num_batched_tokens", "cpu_offload_gb"}  # fmt: skip
 
 
+def _metadata(name: str) -> list[object]:
+    """The field's constraints; for a number that may also be "auto", the number's."""
+    field = SettingsFile.model_fields[name]
+    found = list(field.metadata)
+    for member in typing.get_args(field.annotation):
+        if typing.get_origin(member) is typing.Annotated:
+            for m in member.__metadata__:
+                found.extend(getattr(m, "metadata", [m]))
+    return found
+
+
 def _bounds(name: str) -> tuple[float | None, float | None, bool]:
     low = high = None
     strict = False
-    for m in SettingsFile.model_fields[name].metadata:
+    for m in _metadata(name):
         if getattr(m, "ge", None) is not None:
             low = m.ge
         if getattr(m, "gt", None) is not None:

@@ -87,10 +87,12 @@ def _row(r: Reconciliation, device: str, kind: BufferKind) -> BufferRow:
 @pytest.mark.parametrize(
     ("name", "compute_tolerance"),
     [
-        # q8_0 K/V with flash attention: the CPU compute buffer is the engine's fitted
-        # estimate, 0.96 MiB over llama.cpp's here as in docs/validation.md (8192 cells)
-        ("llama_cpp_load.log", MIB),
-        ("llama_cpp_load_2seq.log", HALF_MIB),
+        # q8_0 K/V with flash attention. The CPU compute buffer is sized as llama.cpp
+        # b11434 allocates it (docs/validation.md, "Compute buffers against b11434"),
+        # whose graph keeps two input rows and an embedding copy these older logs'
+        # builds did not: 1.98 and 1.01 MiB over what they printed
+        ("llama_cpp_load.log", 2 * MIB),
+        ("llama_cpp_load_2seq.log", 1 * MIB + HALF_MIB),
     ],
 )
 def test_the_real_log_reconciles_buffer_by_buffer(

@@ -40,7 +40,10 @@ def test_export_json_round_trip(capsys, tmp_path) -> None:
     report = load_report(path)
     assert report.model.id == "llama-3.3-70b-instruct"
     assert report.settings.context == 32768
-    assert report.settings.kv_v.value == "q8_0" and report.settings.flash_attn
+    # flash attention was left to llama.cpp (auto) and resolved on for the q8_0 V cache
+    assert report.settings.kv_v.value == "q8_0" and report.settings.is_auto("flash_attn")
+    assert report.resolved is not None and report.resolved.flash_attn
+    assert report.fit is not None and report.fit.command.startswith("-c ")
     assert report.recommended is not None and report.recommended.value == "multi-gpu"
     # the same figures `plan --json` prints
     code, out, _ = run(capsys, "plan", *ARGS[1:], "--json")

@@ -163,9 +163,29 @@ def test_moe_experts_to_cpu(qtbot, perf: SpeedModel) -> None:
     # a layer whose experts left counts what stays, not its full size
     assert lane._rows[row].bytes < lane._rows[lane.unit_ids().index("blk.5")].bytes
     assert w.summary.text() != before
-    assert "ffn_.*_exps" in w.command_text.toPlainText()
+    # exactly llama.cpp's --n-cpu-moe 4, and the command says so
+    assert "--n-cpu-moe 4" in w.command_text.toPlainText()
     loads = {x.device: x for x in w._loads}
     assert loads["gpu:0"].verdict is not Verdict.OVER
+
+
+def test_first_n_experts_is_exactly_n_cpu_moe(qtbot, perf: SpeedModel) -> None:
+    """Experts kept apart by hand elsewhere go back with their layers: the placement is
+    the one `--n-cpu-moe N` makes, whatever it was before."""
+    from rigspark_gui.core.placement import with_cpu_moe
+
+    g = replace(LLAMA_31_8B, n_ff=0, n_expert=8, n_expert_used=2, n_ff_expert=4096)
+    w = LayersTab()
+    qtbot.addWidget(w)
+    w.set_context(spec_of(g), make_rig(1, vram_gib=80), PlanSettings(), perf, "Q4_K_M")
+    start = w.document.placement
+    assert start is not None
+    w.document.move_experts(["blk.10", "blk.20"], CPU)
+    w.first_n_spin.setValue(3)
+    w.first_n_action.trigger()
+    assert w.document.placement == with_cpu_moe(start, g, 3)
+    assert "--n-cpu-moe 3" in w.command_text.toPlainText()
+    assert "-ot" not in w.command_text.toPlainText()
 
 
 def _kv_line(tab: LayersTab, device: str) -> str:

@@ -19,9 +19,19 @@ from rigspark_gui.core.launch.llama_cpp import (
 )
 from rigspark_gui.core.launch.llama_layout import visible_from_env
 from rigspark_gui.core.launch.ollama import ollama_command
+from rigspark_gui.core.launch.ollama_defaults import (
+    OLLAMA_VERSIONS,
+    ollama_context,
+    ollama_context_fallback,
+    ollama_fit_margin,
+    ollama_flash_attn,
+    ollama_ps_processor,
+    ollama_total_vram,
+)
 from rigspark_gui.core.launch.vllm import vllm_command
 
 __all__ = [
+    "OLLAMA_VERSIONS",
     "ClusterLaunch",
     "Engine",
     "HostScript",
@@ -32,6 +42,12 @@ __all__ = [
     "launch_commands",
     "llama_server_command",
     "ollama_command",
+    "ollama_context",
+    "ollama_context_fallback",
+    "ollama_fit_margin",
+    "ollama_flash_attn",
+    "ollama_ps_processor",
+    "ollama_total_vram",
     "parse_llama_args",
     "rpc_launch",
     "serving_launch",

@@ -6,6 +6,8 @@ and vLLM (`vllm.py`). A placement that spans hosts runs only on llama.cpp's RPC
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rigspark_gui.core.launch.cluster import rpc_launch
 from rigspark_gui.core.launch.engine import Engine, LaunchCommand, refuse
 from rigspark_gui.core.launch.llama_cpp import koboldcpp_command, llama_server_command
@@ -65,4 +67,12 @@ def _spans_hosts(placement: Placement, rig: Rig) -> bool:
 def launch_commands(
     placement: Placement, spec: ModelSpec, quant: str, s: PlanSettings, rig: Rig
 ) -> tuple[LaunchCommand, ...]:
-    return tuple(launch_command(e, placement, spec, quant, s, rig) for e in Engine)
+    return tuple(launch_command(e, placement, spec, quant, engine_view(s, e), rig) for e in Engine)
+
+
+def engine_view(s: PlanSettings, engine: Engine) -> PlanSettings:
+    """The plan's settings as another engine takes them: slots left to the engine are
+    that engine's own (one sequence everywhere but llama-server)."""
+    if engine is Engine.LLAMA_CPP or not s.is_auto("parallel") or s.parallel == 1:
+        return s
+    return replace(s, parallel=1, kv_unified=False)

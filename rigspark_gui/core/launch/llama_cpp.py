@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.flash_attn import FaWhere, attention_shape, device_support, worst
 from rigspark_gui.core.launch.engine import (
     Engine,
     LaunchCommand,
@@ -25,11 +26,14 @@ from rigspark_gui.core.launch.llama_layout import (
     llama_layout,
 )
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec
-from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, auto_place
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, auto_place, kv_devices
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import DEFAULT_UBATCH, PlanSettings
+from rigspark_gui.core.settings import DEFAULT_UBATCH, GpuBackend, PlanSettings
 
 _EXPERT_TENSOR = "ffn_up_exps.weight"  # a representative routed-expert tensor name
+# common/common.h LLM_FFN_EXPS_REGEX: the routed-expert tensors --cpu-moe and --n-cpu-moe
+# keep in system memory (--n-cpu-moe prefixes blk\.I for each of the first N blocks)
+FFN_EXPS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 _DENSE_TENSOR = "attn_norm.weight"  # every block has one
 _OUTPUT_TENSOR = "output.weight"
 # koboldcpp's --quantkv knows these three only.
@@ -43,7 +47,38 @@ _KOBOLD_GPU_FLAG = {
 }
 
 
+# llama.cpp's buffer prefix -> the backend that build runs
+_PREFIX_BACKEND = {
+    "CUDA": GpuBackend.CUDA,
+    "ROCm": GpuBackend.ROCM,
+    "Vulkan": GpuBackend.VULKAN,
+    "MTL": GpuBackend.METAL,
+    "Metal": GpuBackend.METAL,
+    "SYCL": GpuBackend.SYCL,
+}
+
+
 # ---------------------------------------------------------------- commands
+
+
+def flash_attn_warning(
+    placement: Placement, spec: ModelSpec, s: PlanSettings, rig: Rig, prefix: str
+) -> str | None:
+    """A warning when flash attention is on and a GPU holding layers (their KV) has no
+    kernel of its own for the K/V pair under the build `prefix` names; None otherwise."""
+    if not s.flash_attn or not rig.gpus:
+        return None
+    backend = _PREFIX_BACKEND.get(prefix, s.gpu_backend)
+    shape = attention_shape(spec.geometry)
+    held = (
+        d
+        for u, d in zip(placement.blocks, kv_devices(placement, s), strict=True)
+        if u.has_attention
+    )
+    a = worst(device_support(rig, d, s.kv_k, s.kv_v, shape, backend) for d in dict.fromkeys(held))
+    if a.where is FaWhere.NATIVE:
+        return None
+    return f"warning: -fa on with K {s.kv_k.value} / V {s.kv_v.value}: {a.reason}"
 
 
 def llama_server_command(
@@ -62,7 +97,7 @@ def llama_server_command(
     if s.kv_v.quantized and not s.flash_attn:
         return refuse(engine, f"a quantized V cache ({s.kv_v.value}) needs flash attention")
     try:
-        layout = llama_layout(placement)
+        layout = llama_layout(placement, spec.geometry)
     except InvalidPlacementError as err:
         return refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
@@ -71,15 +106,32 @@ def llama_server_command(
     argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(layout.ngl)]
     if dev.split is not None:
         argv += ["--tensor-split", ",".join(str(c) for c in dev.split)]
+    argv += layout.moe_args  # before any -ot rule: the first rule that matches wins
     for o in dev.overrides:
         argv += ["-ot", o.arg]
     argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
-    argv += ["-fa", "on" if s.flash_attn else "off", "-np", str(s.parallel)]
+    # what the plan left to llama-server stays its default: -fa auto, -np auto (4 slots)
+    if not s.is_auto("flash_attn"):
+        argv += ["-fa", "on" if s.flash_attn else "off"]
+    if not s.is_auto("parallel"):
+        argv += ["-np", str(s.parallel)]
+        if s.kv_unified:
+            argv.append("-kvu")
     if s.n_ubatch != DEFAULT_UBATCH:
         argv += ["-ub", str(s.n_ubatch)]
     if s.swa_full:
         argv.append("--swa-full")
     notes = [*model_notes, *dev.notes]
+    notes.append(
+        "-ngl and --tensor-split pin this placement and switch llama.cpp's --fit off; "
+        "to let fit decide instead: "
+        + " ".join(
+            ["llama-server", *model, *(["-c", str(s.context)] if not s.is_auto("context") else [])]
+        )
+    )
+    fa_warning = flash_attn_warning(placement, spec, s, rig, prefix)
+    if fa_warning is not None:
+        notes.append(fa_warning)
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
     return accept(engine, argv, dev.env, notes)
@@ -107,7 +159,7 @@ def koboldcpp_command(
     if s.parallel > 1:
         return refuse(engine, "koboldcpp serves one sequence per context (no -np)")
     try:
-        layout = llama_layout(placement)
+        layout = llama_layout(placement, spec.geometry).with_moe_as_overrides()
     except InvalidPlacementError as err:
         return refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
@@ -183,13 +235,13 @@ def parse_llama_args(
                     raise InvalidPlacementError(f"-ot rule {rule!r} is not PATTERN=BUFFER")
                 overrides.append(Override(pattern=pattern, buffer=buf))
         elif flag in ("--cpu-moe", "-cmoe"):
-            overrides.append(Override(pattern=r"\.ffn_(up|down|gate)_exps", buffer="CPU"))
+            overrides.append(Override(pattern=FFN_EXPS_REGEX, buffer="CPU"))
         elif flag in ("--n-cpu-moe", "-ncmoe"):
             n = int(inline if eq else value())
+            if n < 0:
+                raise InvalidPlacementError("--n-cpu-moe cannot be negative")
             for il in range(n):
-                overrides.append(
-                    Override(pattern=rf"blk\.{il}\.ffn_(up|down|gate)_exps", buffer="CPU")
-                )
+                overrides.append(Override(pattern=rf"blk\.{il}{FFN_EXPS_REGEX}", buffer="CPU"))
         i += 1
     return ngl, split, tuple(overrides)
 

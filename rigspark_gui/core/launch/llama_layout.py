@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.launch.engine import Engine, LaunchCommand, cuda_env, refuse
+from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement import (
     CPU,
     INPUT,
     OUTPUT,
     Placement,
+    cpu_moe_count,
     gpu_device,
+    is_cpu_moe,
     llama_base,
 )
 from rigspark_gui.core.rig import Rig, Vendor
@@ -58,6 +61,18 @@ class LlamaLayout:
     overrides: tuple[Override, ...]
     # (unit, device) whose KV llama.cpp keeps on the base device
     kv_stays: tuple[tuple[str, str], ...] = ()
+    # `--cpu-moe` or `--n-cpu-moe N` when the experts kept in system memory are exactly
+    # that shape (they come before the -ot rules: the first matching rule wins), and
+    # the -ot rules they stand for, for engines without the flags
+    moe_args: tuple[str, ...] = ()
+    moe_overrides: tuple[Override, ...] = ()
+
+    def with_moe_as_overrides(self) -> LlamaLayout:
+        """The layout with its `--n-cpu-moe` written as -ot rules (koboldcpp)."""
+        if not self.moe_args:
+            return self
+        overrides = (*self.moe_overrides, *self.overrides)
+        return replace(self, overrides=overrides, moe_args=(), moe_overrides=())
 
 
 # ---------------------------------------------------------------- device names
@@ -106,8 +121,10 @@ def _layer_pattern(layers: Sequence[int], suffix: str = "") -> str:
     return rf"^blk\.{body}\.{suffix}"
 
 
-def llama_layout(placement: Placement) -> LlamaLayout:
-    """The `-ngl`, `--tensor-split` and `-ot` rules that give exactly `placement`."""
+def llama_layout(placement: Placement, g: Geometry | None = None) -> LlamaLayout:
+    """The `-ngl`, `--tensor-split`, `--n-cpu-moe` and `-ot` rules that give exactly
+    `placement`. `g`: the model, whose blocks without experts need no expert rule (an
+    `--n-cpu-moe N` over them still says the placement)."""
     inp = placement.unit(INPUT)
     if inp.device != CPU:
         raise InvalidPlacementError("llama.cpp keeps the input embedding on the CPU")
@@ -135,14 +152,27 @@ def llama_layout(placement: Placement) -> LlamaLayout:
             if u.has_attention:
                 kv_stays.append((u.unit, base[il]))
     overrides: list[Override] = []
-    for dev, layers in sorted(expert_rules.items()):
-        overrides.append(Override(pattern=_layer_pattern(layers, "ffn_.*_exps\\."), buffer=dev))
+    expert_overrides = [
+        Override(pattern=_layer_pattern(layers, "ffn_.*_exps\\."), buffer=dev)
+        for dev, layers in sorted(expert_rules.items())
+    ]
+    n_cpu_moe = cpu_moe_count(placement, g) if expert_rules else None
+    moe_args: tuple[str, ...] = ()
+    if n_cpu_moe:
+        moe_args = ("--cpu-moe",) if is_cpu_moe(placement, g) else ("--n-cpu-moe", str(n_cpu_moe))
+    else:
+        overrides.extend(expert_overrides)
     for dev, layers in sorted(layer_rules.items()):
         overrides.append(Override(pattern=_layer_pattern(layers), buffer=dev))
     if output_rule is not None:
         overrides.append(Override(pattern="^output", buffer=output_rule))
     return LlamaLayout(
-        ngl=ngl, tensor_split=split, overrides=tuple(overrides), kv_stays=tuple(kv_stays)
+        ngl=ngl,
+        tensor_split=split,
+        overrides=tuple(overrides),
+        kv_stays=tuple(kv_stays),
+        moe_args=moe_args,
+        moe_overrides=tuple(expert_overrides) if moe_args else (),
     )
 
 
@@ -163,7 +193,7 @@ def simple_layout(engine: Engine, placement: Placement) -> LlamaLayout | LaunchC
         layout = llama_layout(placement)
     except InvalidPlacementError as err:
         return refuse(engine, str(err))
-    if layout.overrides:
+    if layout.overrides or layout.moe_args:
         return refuse(
             engine,
             "this placement needs llama.cpp tensor overrides (-ot: hand-moved layers or "

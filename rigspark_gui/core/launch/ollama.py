@@ -1,34 +1,62 @@
-"""Ollama, as its users run it: `ollama run NAME` with the context, KV cache and flash
-attention given to the server the way Ollama takes them (`OLLAMA_CONTEXT_LENGTH`,
-`OLLAMA_KV_CACHE_TYPE`, `OLLAMA_FLASH_ATTENTION`), for a placement that needs no `-ot`
+"""Ollama, as its users run it: `ollama run NAME`, with only the settings where this
+plan differs from what Ollama would choose by itself, for a placement that needs no `-ot`
 rule. NAME is the model's tag (one in Ollama's store, or the library tag the user
 typed) or `hf.co/REPO:QUANT` when a Hugging Face repository holds the file; only a
-file on disk (or one no name is known for) gets a Modelfile and `ollama create`."""
+file on disk (or one no name is known for) gets a Modelfile and `ollama create`.
+
+The recipe is for Ollama 0.30 and later (ollama/ollama PR #16031), which starts
+llama.cpp's llama-server and lets `--fit` place the layers; `ollama_defaults.py` holds
+what Ollama decides by itself there (context by VRAM, flash attention auto, one
+sequence, an f16 KV cache) and where each rule is in Ollama's source. Only a context,
+KV type or sequence count that differs from those is written (`OLLAMA_CONTEXT_LENGTH`
+or a Modelfile's `PARAMETER num_ctx`, `OLLAMA_KV_CACHE_TYPE`, `OLLAMA_NUM_PARALLEL`),
+and `num_gpu` only when the plan keeps layers off the GPU: Ollama's own automatic
+flash attention is never overridden."""
 
 from __future__ import annotations
 
 import re
 import shlex
+from typing import NamedTuple
 
 from rigspark_gui.core.launch.engine import (
     Engine,
     LaunchCommand,
-    cuda_env,
     default_model_file,
     hf_gguf,
     per_sequence_context,
     refuse,
     shell_line,
     split_note,
+    used_gpus,
 )
-from rigspark_gui.core.launch.llama_layout import LlamaLayout, buffer_prefix, simple_layout
+from rigspark_gui.core.launch.llama_layout import simple_layout
+from rigspark_gui.core.launch.ollama_defaults import (
+    GIB,
+    OLLAMA_VERSIONS_LABEL,
+    ollama_context,
+    ollama_context_fallback,
+    ollama_flash_attn,
+    ollama_num_parallel,
+    ollama_total_vram,
+)
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import Placement
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Rig, Vendor
 from rigspark_gui.core.settings import PlanSettings
 
-# Ollama's OLLAMA_KV_CACHE_TYPE knows these three only.
-_OLLAMA_KV = (KvCacheType.F16, KvCacheType.Q8_0, KvCacheType.Q4_0)
+# Ollama >= 0.30 hands OLLAMA_KV_CACHE_TYPE to llama-server unchecked (llm/server.go
+# NewLlamaServer, llm/llama_server.go startLlamaServer): any llama.cpp cache type runs.
+_OLLAMA_KV = tuple(k for k in KvCacheType if k.llama_cpp)
+# K = V types with a flash-attention kernel in llama.cpp's standard CUDA/ROCm build
+# (ggml-cuda/fattn.cu without GGML_CUDA_FA_ALL_QUANTS, which Ollama's build leaves off)
+_CUDA_FA_KV = (
+    KvCacheType.F32,
+    KvCacheType.F16,
+    KvCacheType.BF16,
+    KvCacheType.Q8_0,
+    KvCacheType.Q4_0,
+)
 # a quantization in a tag, as the library writes it (8b-instruct-q4_K_M, 8b-fp16)
 _TAG_QUANT = re.compile(
     r"(?<![a-z0-9])(i?q\d_[a-z0-9_]+|fp16|f16|bf16|f32|mxfp4)(?![a-z0-9])", re.IGNORECASE
@@ -76,16 +104,70 @@ def _model_name(spec: ModelSpec, quant: str) -> tuple[str | None, tuple[str, ...
     return None, ()
 
 
-def _server_env(s: PlanSettings, rig: Rig, with_context: bool) -> list[tuple[str, str]]:
+class _Recipe(NamedTuple):
+    """What the recipe sets, beyond Ollama's own defaults, and what it tells the user."""
+
+    env: list[tuple[str, str]]
+    # None: Ollama's automatic context is this plan's
+    num_ctx: int | None
+    notes: tuple[str, ...]
+
+
+def _recipe(spec: ModelSpec, s: PlanSettings, rig: Rig) -> _Recipe | str:
+    """The settings where this plan differs from Ollama's defaults, or why Ollama
+    cannot run it."""
+    ctx = per_sequence_context(s)
+    trained = spec.geometry.context_length
+    total_vram = ollama_total_vram(rig.gpus)
+    auto_ctx = ollama_context(total_vram, trained)
+    flash, flash_why = ollama_flash_attn(rig.gpus)
+    if s.kv_k.quantized and not flash:
+        return f"a quantized KV cache needs flash attention, and {flash_why}"
     env: list[tuple[str, str]] = []
-    if with_context:
-        env.append(("OLLAMA_CONTEXT_LENGTH", str(per_sequence_context(s))))
-    env += [
-        ("OLLAMA_FLASH_ATTENTION", "1" if s.flash_attn else "0"),
-        ("OLLAMA_KV_CACHE_TYPE", s.kv_k.value),
-        ("OLLAMA_NUM_PARALLEL", str(s.parallel)),
+    notes = [
+        f"for {OLLAMA_VERSIONS_LABEL}: Ollama starts llama-server, which places the "
+        "layers itself; only settings that differ from Ollama's own are given"
     ]
-    return env + list(cuda_env(rig, buffer_prefix(rig)))
+    num_ctx: int | None = None
+    if ctx != auto_ctx:
+        num_ctx = ctx
+        notes.append(
+            f"Ollama's own context here would be {auto_ctx} tokens ({total_vram / GIB:.0f} "
+            f"GiB of VRAM); this plan sets {ctx}, which Ollama keeps (it lowers only its "
+            "own automatic context after running out of memory)"
+        )
+    else:
+        fallback = ollama_context_fallback(auto_ctx)
+        notes.append(
+            f"this plan uses Ollama's own context, {auto_ctx} tokens"
+            + (
+                f" (if the load runs out of memory Ollama retries once at {fallback})"
+                if fallback
+                else ""
+            )
+        )
+    if s.kv_k is not KvCacheType.F16:
+        env.append(("OLLAMA_KV_CACHE_TYPE", s.kv_k.value))
+    if s.kv_k not in _CUDA_FA_KV and any(g.vendor in (Vendor.NVIDIA, Vendor.AMD) for g in rig.gpus):
+        notes.append(
+            f"Ollama's llama.cpp build has CUDA/ROCm flash-attention kernels for f16, q8_0 "
+            f"and q4_0 caches only (no GGML_CUDA_FA_ALL_QUANTS): with {s.kv_k.value} the "
+            "attention runs on the CPU"
+        )
+    parallel = ollama_num_parallel(s.parallel, spec.geometry.architecture)
+    if s.parallel != 1:
+        env.append(("OLLAMA_NUM_PARALLEL", str(s.parallel)))
+    if parallel != s.parallel:
+        notes.append(
+            f"Ollama serves {spec.geometry.architecture} models one request at a time: "
+            f"it ignores OLLAMA_NUM_PARALLEL and loads a context of {ctx} tokens"
+        )
+    if flash != s.flash_attn:
+        notes.append(
+            f"this plan was sized with flash attention {'on' if s.flash_attn else 'off'}; "
+            f"{flash_why}"
+        )
+    return _Recipe(env, num_ctx, tuple(notes))
 
 
 def ollama_command(
@@ -105,47 +187,55 @@ def ollama_command(
             f"{s.kv_k.value}, V {s.kv_v.value})",
         )
     if s.kv_k not in _OLLAMA_KV:
-        return refuse(engine, f"OLLAMA_KV_CACHE_TYPE knows f16, q8_0 and q4_0, not {s.kv_k.value}")
-    if s.kv_k.quantized and not s.flash_attn:
-        return refuse(engine, "a quantized KV cache needs OLLAMA_FLASH_ATTENTION=1")
+        return refuse(engine, f"llama-server under Ollama has no {s.kv_k.value} KV cache")
+    recipe = _recipe(spec, s, rig)
+    if isinstance(recipe, str):
+        return refuse(engine, recipe)
     layout = simple_layout(engine, placement)
     if isinstance(layout, LaunchCommand):
         return layout
+    # num_gpu only when the plan keeps layers off the GPU: otherwise --fit offloads all
+    num_gpu = layout.ngl if rig.gpus and layout.ngl < spec.geometry.n_layer + 1 else None
     name, name_notes = (None, ()) if model_path else _model_name(spec, quant)
     notes = (
         *name_notes,
+        *recipe.notes,
         "Ollama applies one KV type to K and V and cannot express -ot rules or a custom split",
         "if Ollama runs as a service (the desktop app, systemd), set these variables in its "
         "environment and restart it instead of running ollama serve",
         *split_note(engine, placement),
+        *_one_gpu_note(placement),
     )
     if name is None:
         path = model_path or default_model_file(spec, quant)
         # a name a download would have, not a file RigSpark read
         placeholder = model_path is None and not (spec.imported and path == spec.source)
-        return _modelfile_command(layout, spec, quant, s, rig, path, placeholder, notes)
+        return _modelfile_command(
+            spec, quant, recipe, num_gpu, path=path, placeholder=placeholder, notes=notes
+        )
     if any(ord(c) < 32 for c in name):
         return refuse(engine, "the model name holds control characters")
-    env = _server_env(s, rig, with_context=True)
+    env = list(recipe.env)
+    if recipe.num_ctx is not None:
+        env.insert(0, ("OLLAMA_CONTEXT_LENGTH", str(recipe.num_ctx)))
+        notes = (
+            *notes,
+            "OLLAMA_CONTEXT_LENGTH is the context of each request; an older Ollama ignores "
+            f"it: type /set parameter num_ctx {recipe.num_ctx} in the chat",
+        )
     argv = ("ollama", "run", name)
     lines = [
-        "# the server, with this plan's context, KV cache and flash attention",
+        _serve_comment(env),
         shell_line(env, ["ollama", "serve"]),
         "# then, in another terminal",
         shlex.join(argv),
     ]
-    n_slots = spec.geometry.n_layer + 1
-    if rig.gpus and layout.ngl < n_slots:
+    if num_gpu is not None:
         lines += [
-            f"# in the chat: keep this placement's {layout.ngl} layers on the GPU "
-            "(Ollama picks its own count otherwise)",
-            f"/set parameter num_gpu {layout.ngl}",
+            f"# in the chat: keep this placement's {num_gpu} layers on the GPU "
+            "(Ollama lets llama.cpp's --fit choose otherwise)",
+            f"/set parameter num_gpu {num_gpu}",
         ]
-    notes = (
-        *notes,
-        "OLLAMA_CONTEXT_LENGTH is the context of each request; an older Ollama ignores it: "
-        f"type /set parameter num_ctx {per_sequence_context(s)} in the chat",
-    )
     return LaunchCommand(
         engine=engine,
         supported=True,
@@ -156,12 +246,28 @@ def ollama_command(
     )
 
 
+def _serve_comment(env: list[tuple[str, str]]) -> str:
+    if not env:
+        return "# the server, as Ollama sets itself up"
+    return "# the server, with what this plan changes from Ollama's defaults"
+
+
+def _one_gpu_note(placement: Placement) -> tuple[str, ...]:
+    if len(used_gpus(placement)) > 1:
+        return (
+            "Ollama loads onto one GPU when its own estimate (file size plus an f16 KV "
+            "cache) fits in 80 % of that GPU's free memory; OLLAMA_SCHED_SPREAD=1 spreads "
+            "the model over all of them",
+        )
+    return ()
+
+
 def _modelfile_command(
-    layout: LlamaLayout,
     spec: ModelSpec,
     quant: str,
-    s: PlanSettings,
-    rig: Rig,
+    recipe: _Recipe,
+    num_gpu: int | None,
+    *,
     path: str,
     placeholder: bool,
     notes: tuple[str, ...],
@@ -174,16 +280,18 @@ def _modelfile_command(
     modelfile = [
         "# Modelfile" + (f" (FROM: the path of your {quant} GGUF file)" if placeholder else ""),
         f"FROM {path}",
-        f"PARAMETER num_gpu {layout.ngl}",
-        f"PARAMETER num_ctx {per_sequence_context(s)}",
     ]
-    env = _server_env(s, rig, with_context=False)
+    if num_gpu is not None:
+        modelfile.append(f"PARAMETER num_gpu {num_gpu}")
+    if recipe.num_ctx is not None:
+        modelfile.append(f"PARAMETER num_ctx {recipe.num_ctx}")
+    env = recipe.env
     argv = ("ollama", "create", tag, "-f", "Modelfile")
     text = "\n".join(
         [
             *modelfile,
             "",
-            "# the server, with this plan's KV cache and flash attention",
+            _serve_comment(env),
             shell_line(env, ["ollama", "serve"]),
             "# then, in another terminal: import the file and run it",
             shlex.join(argv),

@@ -18,8 +18,14 @@ from rigspark_gui.core.memory.kv_cache import (
     kv_total_bytes,
 )
 from rigspark_gui.core.memory.params import param_count
-from rigspark_gui.core.memory.repack import RepackBytes, cpu_repack_bytes, repack_for
-from rigspark_gui.core.memory.tensors import synthesize_tensors
+from rigspark_gui.core.memory.repack import (
+    RepackBytes,
+    cpu_repack_bytes,
+    is_repacked,
+    repack_for,
+    repack_types,
+)
+from rigspark_gui.core.memory.tensors import gguf_padded, synthesize_tensors
 from rigspark_gui.core.memory.weights import (
     WeightsLayout,
     file_bytes_estimate,
@@ -34,7 +40,9 @@ __all__ = [
     "cpu_repack_bytes",
     "device_compute_bytes",
     "file_bytes_estimate",
+    "gguf_padded",
     "host_compute_bytes",
+    "is_repacked",
     "kv_bytes_per_layer",
     "kv_bytes_per_token",
     "kv_cells",
@@ -44,6 +52,7 @@ __all__ = [
     "param_count",
     "pipeline_copies",
     "repack_for",
+    "repack_types",
     "synthesize_tensors",
     "weights_floor",
     "weights_layout",

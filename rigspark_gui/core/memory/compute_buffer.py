@@ -55,8 +55,15 @@ def device_compute_bytes(
     has_output: bool,
     cpu: bool = False,
     copies: int = 1,
+    rpc_cpu: bool = False,
+    first: bool | None = None,
+    last: bool | None = None,
 ) -> int:
     """Peak scratch bytes on a device that runs `layers` (and the head if `has_output`).
+
+    `rpc_cpu`: the device is another host's CPU behind ggml-rpc-server (`rpc-cpu:HOST`),
+    see `_rpc_compute_bytes`; `first` / `last`: it runs layer 0 / the last layer (by
+    default read off `layers`, which callers passing one representative layer get wrong).
 
     `copies` > 1: llama.cpp's pipeline parallelism (see `pipeline_copies`) keeps that
     many copies of each input the device receives (the activation row and the f32 KQ
@@ -70,6 +77,10 @@ def device_compute_bytes(
         )
     if cpu:
         return _cpu_compute_bytes(g, s, layers, has_output)
+    if rpc_cpu:
+        first = 0 in layers if first is None else first
+        last = g.n_layer - 1 in layers if last is None else last
+        return _rpc_compute_bytes(g, s, layers, has_output, first, last, copies)
     t = n_graph_tokens(s)
     row = 4 * g.n_embd * t
     peak = 0
@@ -111,18 +122,182 @@ def _ffn_width(g: Geometry) -> int:
     return max(g.n_ff, g.n_ff_expert * max(g.n_expert_used, 1), g.n_ff_shared_expert)
 
 
-def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_output: bool) -> int:
-    """The CPU backend's buffer, fitted on llama.cpp's own CPU buffers (docs/validation.md).
+def _rpc_compute_bytes(
+    g: Geometry,
+    s: PlanSettings,
+    layers: list[int],
+    has_output: bool,
+    first: bool,
+    last: bool,
+    copies: int,
+) -> int:
+    """An RPC device's buffer as llama.cpp b11434 reserves it (ggml-rpc-server on a CPU).
 
-    The KQ mask is a graph input, alive for the whole graph: n_kv x n_tokens cells (per
-    stream, all streams together), f32 without flash attention and f16 with it. On top
-    of it the largest of three phases:
-    - without flash attention, the f32 scores 4 * n_kv * n_tokens * n_head beside
-      _CPU_ATTN_ROWS f32 rows of n_embd per token (Q, the attention output);
-    - the FFN: gate and up activations 2 * 4 * n_ff * n_tokens beside _CPU_FFN_ROWS rows;
-    - the head: logits 4 * n_vocab * n_tokens beside one row.
-    Fitted on Llama-, Qwen2-, Gemma-2-, OLMoE-, Phi-3- and DeepSeek-V2-shaped models
-    at 512-32768 cells: slopes are exact, intercepts within ~3 MiB at n_embd 512."""
+    To llama.cpp the device is a GPU: the token embeddings are looked up on the host (the
+    input layer stays on the CPU) and the scheduler (ggml-backend.cpp, split_graph) copies
+    into each of the device's splits every tensor it reads from another backend. The
+    copies are allocated first, at the bottom of the buffer:
+    - the device running layer 0: three f32 rows (build_inp_embd's mixed-batch embeddings,
+      the token embeddings and the row the unused embeddings-input branch adds) and the
+      mixed-batch slots (8 B a token); any later device: two rows (the residual and the
+      first norm of its first layer, which the previous device computes);
+    - the positions (4 B a token) and, for each cache its layers use (full and sliding
+      window), the K and V row indices (8 B a token each; V per element without flash
+      attention, as V is stored transposed) and the KQ mask (f16 with flash attention,
+      else f32); the Hadamard matrices of a quantized cache
+      (`_rot_bytes`) and, on the device running the last layer, out_ids.
+    With pipeline parallelism (`copies` > 1) the copies are graph leafs, kept in
+    GGML_SCHED_MAX_COPIES copies for the whole graph; without it they are nodes that
+    ggml-alloc frees once read, and their rows are reused by the layers above.
+    The device running layer 0 also keeps the mixed path's ggml_dup row (node_2: it ends
+    in a set_rows view nobody reads, so it is never freed) just above the copies.
+    On top of that (measured with a logging ggml-alloc.c on llama-fit-params -fitp,
+    validation/fit_cases.json traces; RPC rows of docs/validation.md) the largest of:
+    - the FFN: gate, up and swiglu, 3 x 4 * n_ff * n_tokens; with pipeline copies two
+      rows and Q (n_head x head_dim per token) stay below them: from the second layer on
+      the residual, the attention norm and Q's matmul output each take a slot in turn,
+      and gate reuses the rope'd Q's above them (one row fewer when both K and V are
+      rotated: Q's rotation frees a slot); without them the residual and norm take the
+      freed input rows;
+    - attention without flash attention: Q and the f32 scores (soft_max works in place),
+      over three rows (pipeline) or one (the dup row, or a freed input row);
+    - the head: the logits 4 * n_vocab * n_tokens over the last row; without pipeline
+      copies on a later device everything under them is freed by then (just the row
+      below); on the device running layer 0 they sit on the dup row unless they fit in
+      the hole the freed copies leave under it (all but the last row, at the bottom)."""
+    t = n_graph_tokens(s)
+    row = 4 * g.n_embd * t
+    fa = s.flash_attn
+    n_kv = max((kv_cells_per_stream(g, il, s) for il in layers), default=0)
+    if layers:
+        # per cache the device's layers use (sliding window and full: two of each)
+        per_cache = 0
+        for rep in {g.is_sliding(il): il for il in layers}.values():
+            v_idxs = 8 * t * (1 if fa else g.head_dim_v * g.n_head_kv)
+            mask = (2 if fa else 4) * kv_cells_per_stream(g, rep, s) * t
+            per_cache += 8 * t + v_idxs + mask
+        rows = 3 * row + 8 * t if first else 2 * row
+        inputs = rows + 4 * t + per_cache + (4 * t if last else 0) + _rot_bytes(g, s)
+    else:  # the head alone: the last layer's output row
+        inputs = row if has_output else 0
+    pipeline = copies > 1
+    base = copies * inputs + (row if first else 0)
+    peak = base
+    if layers:
+        ffn = 3 * 4 * _ffn_width(g) * t
+        if any(g.is_moe_layer(il) for il in layers):
+            # mul_mat_id's down output, n_expert_used rows, does not fit in the hole gate
+            # and up leave below swiglu
+            moe = 3 * 4 * g.n_ff_expert * g.n_expert_used * t + row * g.n_expert_used
+            ffn = max(ffn, moe)
+        q = 4 * g.n_head * g.head_dim_k * t
+        # rotated K and V (quantized caches) reorder the layer's rows: one row fewer
+        below = (1 if _rotated(g, s) == (True, True) else 2) * row + q
+        peak = max(peak, base + (below if pipeline else 0) + ffn)
+        if not fa:
+            attn = q + 4 * n_kv * t * g.n_head
+            peak = max(peak, (base + 3 * row if pipeline else inputs + row) + attn)
+    if has_output:
+        logits = 4 * g.n_vocab * t
+        if pipeline:
+            head = base + row + logits
+        elif first:  # the freed copies under the dup row, but the last row, form a hole
+            head = base + (logits if logits > inputs - row else 0)
+        else:
+            head = row + logits
+        peak = max(peak, head)
+    return peak
+
+
+def _rotated(g: Geometry, s: PlanSettings) -> tuple[bool, bool]:
+    """Whether llama-kv-cache.cpp rotates K and V (attn_rot_k / attn_rot_v): a quantized
+    cache type and a head size that is a multiple of 64."""
+    k = s.kv_k.quantized and g.head_dim_k % 64 == 0
+    return k, s.kv_v.quantized and g.head_dim_v % 64 == 0
+
+
+def _rot_bytes(g: Geometry, s: PlanSettings) -> int:
+    """The f32 Hadamard inputs attn_inp_k_rot (n_rot_k squared: the largest power of two
+    from 64 dividing the K head size) and attn_inp_v_rot (64 x 64)."""
+    k, v = _rotated(g, s)
+    n_rot = 64
+    while k and g.head_dim_k % (2 * n_rot) == 0:
+        n_rot *= 2
+    return (4 * n_rot * n_rot if k else 0) + (4 * 64 * 64 if v else 0)
+
+
+def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_output: bool) -> int:
+    """The CPU backend's buffer as llama.cpp b11434 reserves it (ggml-alloc's best fit).
+
+    Read off the graph (src/llama-graph.cpp, src/models/llama.cpp) and ggml-alloc.c, and
+    checked byte for byte on validation/compute_b11434.json (docs/validation.md).
+    ggml_gallocr_alloc_graph_impl allocates every graph input first, in graph order, at
+    the bottom of the buffer; a freed input leaves a hole that only a tensor no larger
+    than it can reuse. So every phase sits on the same prefix:
+    - the inputs: token ids, out_ids, positions (4 B a token each), the mixed-batch token
+      ids and slots (4 + 8 B), the K row indices (8 B), the V indices (8 B a token with
+      flash attention, 8 B per V element without it: V is stored transposed), the KQ
+      mask (f32, f16 with flash attention: n_kv x n_tokens over all streams) and two
+      f32 rows: the embeddings input of the unused branch, never consumed so never freed,
+      and the mixed-batch copy (build_inp_embd);
+    - three rows: the token embeddings, the mixed path's get_rows (freed: a one-row
+      hole) and its ggml_dup, which ends in a set_rows view nobody reads, so it is never
+      freed either and pins everything after it above the prefix.
+    On top of the prefix the largest of:
+    - attention without flash attention, in the first layer: Q (n_head x head_dim per
+      token) and the f32 scores 4 * n_kv * n_tokens * n_head (soft_max works in place);
+      the K and V projections are freed into the tail before the scores are placed;
+    - the FFN: gate, up and their swiglu, 3 x 4 * n_ff * n_tokens;
+    - the head: the logits 4 * n_vocab * n_tokens, unless they fit in the hole the KQ
+      mask leaves once the last layer has read it, plus the last row when the last
+      layer's FFN leaves a hole of its own size just above the prefix (`_head_row`)."""
+    t = n_graph_tokens(s)
+    row = 4 * g.n_embd * t
+    n_kv = max((kv_cells_per_stream(g, il, s) for il in layers), default=0)
+    mask = (2 if s.flash_attn else 4) * n_kv * t if layers else 0
+    v_idxs = 8 * t * (1 if s.flash_attn else g.head_dim_v * g.n_head_kv)
+    small = 4 * t * 3 + 12 * t + 8 * t  # tokens, out_ids, pos; mixed ids + slots; K rows
+    prefix = 5 * row + small + v_idxs + mask
+    peak = 0
+    ffn_t = 4 * _ffn_width(g) * t
+    if layers:
+        q = 4 * g.n_head * g.head_dim_k * t
+        attn = 0 if s.flash_attn else q + 4 * n_kv * t * g.n_head
+        peak = max(attn, 3 * ffn_t)
+    if has_output:
+        logits = 4 * g.n_vocab * t
+        # the hole from the mixed-batch ids to the dup row, less the residual row
+        hole = mask + 2 * row + 28 * t + v_idxs
+        if logits > hole:
+            peak = max(peak, logits + (row if _head_row(mask + row + v_idxs, ffn_t, row) else 0))
+    return prefix + peak
+
+
+def _head_row(low: int, ffn_t: int, row: int) -> bool:
+    """Whether the last layer's output row lands just above the prefix (under the logits).
+
+    In the last layer the mask's hole (`low`: mask, V indices and a row, beside the FFN
+    norm's row) takes by best fit the FFN's gate, then up, then swiglu while they fit.
+    The output row then takes the smallest hole it fits: the one gate or up left above
+    the prefix when exactly one of the three went low, or the tail (at the prefix) when
+    only swiglu did; otherwise a hole below."""
+    gate_low = ffn_t <= low
+    up_low = gate_low and 2 * ffn_t <= low
+    if up_low:
+        swiglu_low = low - 2 * ffn_t >= ffn_t
+    elif gate_low:
+        swiglu_low = low - ffn_t >= ffn_t
+    else:  # the FFN norm's row, freed by then, joins the hole
+        swiglu_low = low + row >= ffn_t
+    return (gate_low, up_low, swiglu_low) in ((False, False, True), (True, False, False))
+
+
+def _cpu_compute_bytes_legacy(
+    g: Geometry, s: PlanSettings, layers: list[int], has_output: bool
+) -> int:
+    """The formula fitted on the llama.cpp of validation/cases.json (llama-cpp-python
+    0.3.36), kept for those recorded cases: the KQ mask beside the largest of the scores
+    (+ _CPU_ATTN_ROWS rows), the FFN (2 x n_ff + _CPU_FFN_ROWS rows) and the logits."""
     t = n_graph_tokens(s)
     row = 4 * g.n_embd * t
     peak = 0

@@ -30,7 +30,7 @@ def pad_to(n: int, multiple: int) -> int:
 
 def kv_streams(s: PlanSettings, unified: bool = False) -> int:
     """KV streams llama.cpp allocates: one per sequence unless the cache is unified."""
-    return 1 if unified or s.backend is Backend.VLLM else s.parallel
+    return 1 if unified or s.kv_unified or s.backend is Backend.VLLM else s.parallel
 
 
 def kv_cells_per_stream(g: Geometry, layer: int, s: PlanSettings, unified: bool = False) -> int:
@@ -41,7 +41,7 @@ def kv_cells_per_stream(g: Geometry, layer: int, s: PlanSettings, unified: bool 
     n_stream = kv_streams(s, unified)
     per_stream = pad_to(n_ctx // n_stream, KV_PAD)
     if g.is_sliding(layer) and not s.swa_full and g.sliding_window is not None:
-        window_seqs = s.parallel if unified else 1
+        window_seqs = s.parallel if unified or s.kv_unified else 1
         return pad_to(min(per_stream, g.sliding_window * window_seqs + s.n_ubatch), KV_PAD)
     return per_stream
 

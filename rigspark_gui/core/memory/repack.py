@@ -49,6 +49,22 @@ def _repacked(t: TensorInfo | TensorRow, types: frozenset[str]) -> bool:
     return not any(k in t.name for k in _NOT_MATMUL)
 
 
+def repack_types(cpu_features: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The weight types the CPU backend repacks on a CPU with these features."""
+    types: frozenset[str] = frozenset()
+    feats = set(cpu_features)
+    if "avx512" in feats:
+        feats.add("avx2")
+    for f in feats:
+        types |= REPACK_TYPES.get(f, frozenset())
+    return types
+
+
+def is_repacked(t: TensorInfo | TensorRow, types: frozenset[str]) -> bool:
+    """Whether the CPU backend moves tensor `t` into CPU_REPACK (types: repack_types)."""
+    return _repacked(t, types) and t.group is not TensorGroup.INPUT
+
+
 def _unmapped_bytes(tensors: Sequence[TensorInfo | TensorRow], repacked: list[bool]) -> int:
     """File bytes outside the mapped range: llama.cpp maps only from the first to the end
     of the last tensor its CPU buffer holds (llama_model_loader::get_mapping_range), so
@@ -71,12 +87,7 @@ def cpu_repack_bytes(
 
     Tied embeddings: the head is the token table loaded a second time, as a MUL_MAT
     weight, so a repackable table type is repacked (the GET_ROWS copy stays mapped)."""
-    types: frozenset[str] = frozenset()
-    feats = set(cpu_features)
-    if "avx512" in feats:
-        feats.add("avx2")
-    for f in feats:
-        types |= REPACK_TYPES.get(f, frozenset())
+    types = repack_types(cpu_features)
     if not types:
         return None
     g = spec.geometry

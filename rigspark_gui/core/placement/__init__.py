@@ -4,6 +4,12 @@ rule every surface judges them by (`verdict`).
 
 The public face of placement; other packages import from here only."""
 
+from rigspark_gui.core.placement.experts import (
+    cpu_moe_count,
+    fit_cpu_moe,
+    is_cpu_moe,
+    with_cpu_moe,
+)
 from rigspark_gui.core.placement.fit import (
     DeviceTally,
     FitContext,
@@ -13,6 +19,7 @@ from rigspark_gui.core.placement.fit import (
 from rigspark_gui.core.placement.layout import (
     INPUT,
     OUTPUT,
+    DeviceId,
     DeviceLoad,
     Placement,
     auto_place,
@@ -56,6 +63,7 @@ __all__ = [
     "INPUT",
     "OUTPUT",
     "TIGHT_SHARE",
+    "DeviceId",
     "DeviceLoad",
     "DeviceTally",
     "Fit",
@@ -64,14 +72,17 @@ __all__ = [
     "Placement",
     "Verdict",
     "auto_place",
+    "cpu_moe_count",
     "device_capacity",
     "device_loads",
     "even_split",
     "fill_fastest_first",
     "fit_by_ngl",
+    "fit_cpu_moe",
     "fits_within",
     "gpu_device",
     "gpu_index",
+    "is_cpu_moe",
     "judge_fit",
     "kv_devices",
     "kv_total_fast",
@@ -88,4 +99,5 @@ __all__ = [
     "uniform_placement",
     "unit_label",
     "units_span",
+    "with_cpu_moe",
 ]

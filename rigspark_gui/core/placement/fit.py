@@ -34,7 +34,7 @@ from rigspark_gui.core.placement.layout import (
     split_memory,
 )
 from rigspark_gui.core.placement.verdict import CPU, HEADROOM, fits_within, shortfall_bytes
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import RPC_CPU_PREFIX, Rig
 from rigspark_gui.core.settings import PlanSettings
 
 
@@ -148,7 +148,7 @@ class _Shape:
     def __init__(self, g: Geometry, s: PlanSettings) -> None:
         self.full_cells, self.swa_cells = _cells(g, s)
         self.output_buffer = output_buffer_bytes(g, s)
-        self.compute: dict[tuple[int, bool, bool, bool, int], int] = {}
+        self.compute: dict[tuple[int, bool, bool, bool, int, bool], int] = {}
 
 
 _shapes_of: ByIdentity[Geometry, dict[tuple[object, ...], _Shape]] = ByIdentity(lambda _: {})
@@ -182,7 +182,7 @@ class FitContext:
         self.output_buffer = shape.output_buffer
         self._compute_cache = shape.compute
         self._capacity: dict[str, tuple[int, int]] = {}
-        self._copies: dict[tuple[str, ...], int] = {}
+        self._copies: dict[tuple[str | bool, ...], int] = {}
 
     def device_capacity(self, device: str) -> tuple[int, int]:
         value = self._capacity.get(device)
@@ -191,7 +191,14 @@ class FitContext:
         return value
 
     def compute(
-        self, rep: int, full: bool, has_output: bool, cpu: bool, host: bool, copies: int = 1
+        self,
+        rep: int,
+        full: bool,
+        has_output: bool,
+        cpu: bool,
+        host: bool,
+        copies: int = 1,
+        rpc_cpu: bool = False,
     ) -> int:
         """device_compute_bytes of a device whose layers `rep` represents (-1: none; a
         full-attention layer if `full`, else a sliding one), cached by what it depends
@@ -199,27 +206,35 @@ class FitContext:
         copies. Every full-attention layer holds the same cells, and so does every
         sliding one."""
         kind = 0 if rep < 0 else (2 if full else 1)
-        key = (kind, has_output, cpu, host, copies)
+        key = (kind, has_output, cpu, host, copies, rpc_cpu)
         value = self._compute_cache.get(key)
         if value is None:
             reps = [rep] if rep >= 0 else []
             value = device_compute_bytes(
-                self.g, self.s, reps, has_output, cpu=cpu, copies=1 if cpu else copies
+                self.g,
+                self.s,
+                reps,
+                has_output,
+                cpu=cpu,
+                copies=1 if cpu else copies,
+                rpc_cpu=rpc_cpu,
             )
             if host:
                 value = max(value, host_compute_bytes(self.g, self.s, copies))
             self._compute_cache[key] = value
         return value
 
-    def copies(self, ranges: Sequence[tuple[str, int, int]]) -> int:
-        """Pipeline copies for a llama.cpp-shaped placement (no -ot rules by construction).
-        llama.cpp allocates them if they fit and otherwise retries without them
-        (llama-context.cpp, sched_reserve), so callers fall back to 1 when they do not."""
-        key = tuple(d for d, _, _ in ranges)
+    def copies(self, ranges: Sequence[tuple[str, int, int]], plain: bool = True) -> int:
+        """Pipeline copies for a llama.cpp-shaped placement; `plain`: without expert
+        overrides (any -ot rule turns pipeline parallelism off). llama.cpp allocates them if
+        they fit and otherwise retries without them (llama-context.cpp, sched_reserve), so
+        callers fall back to 1 when they do not."""
+        key: tuple[str | bool, ...] = (*(d for d, _, _ in ranges), plain)
         value = self._copies.get(key)
         if value is None:
-            used = set(key)
-            value = self._copies[key] = input_copies(self.rig, used, CPU not in used, self.s)
+            used = {d for d, _, _ in ranges}
+            all_on = plain and CPU not in used
+            value = self._copies[key] = input_copies(self.rig, used, all_on, self.s)
         return value
 
 
@@ -242,6 +257,7 @@ class FitEvaluator:
         self._t = ctx.tables
         self._w = _weight_prefix(layout.block_bytes)
         self._e = _weight_prefix(layout.block_expert_bytes)
+        self._re = _weight_prefix(repack.block_expert_bytes) if repack is not None else None
         self._full_cells, self._swa_cells = ctx.full_cells, ctx.swa_cells
         self._rec_scale = ctx.rec_scale
         self._compute = ctx.compute
@@ -259,8 +275,26 @@ class FitEvaluator:
         """Per-device loads for a slot assignment (n_layer blocks + output), input on CPU."""
         return self.tally_ranges(runs(slots))
 
-    def tally_ranges(self, ranges: Sequence[tuple[str, int, int]]) -> dict[str, DeviceTally]:
-        """Per-device loads for (device, first slot, end slot) runs covering every slot."""
+    def moved_experts(
+        self, ranges: Sequence[tuple[str, int, int]], cpu_experts: int
+    ) -> list[tuple[str, int, int]]:
+        """(device, first, end) runs of the blocks whose routed experts llama.cpp's
+        `--n-cpu-moe cpu_experts` takes from that device to system memory: the blocks
+        below `cpu_experts` off the CPU (layers without experts move no bytes)."""
+        n = self.g.n_layer
+        out = []
+        for d, lo, end in ranges:
+            hi = min(end, n, cpu_experts)
+            if d != CPU and hi > lo:
+                out.append((d, lo, hi))
+        return out
+
+    def tally_ranges(
+        self, ranges: Sequence[tuple[str, int, int]], cpu_experts: int = 0
+    ) -> dict[str, DeviceTally]:
+        """Per-device loads for (device, first slot, end slot) runs covering every slot;
+        `cpu_experts`: the experts of blocks 0..cpu_experts-1 in system memory
+        (`--n-cpu-moe`), their KV and the rest of the block where the runs put them."""
         layout = self.layout
         n = self.g.n_layer
         w, r, first_full = self._w, self._r, self._t.first_full
@@ -298,28 +332,40 @@ class FitEvaluator:
             if not any_gpu:
                 head -= self._repack.unmapped_bytes  # CPU only: weights[CPU] holds it
         acc[out_dev][0] += head
+        moved = False
+        e, re_ = self._e, self._re
+        for d, lo, hi in self.moved_experts(ranges, cpu_experts) if cpu_experts > 0 else ():
+            b = e[hi] - e[lo]
+            if b:
+                moved = True
+                acc[d][0] -= b
+                acc[CPU][0] += b + (re_[hi] - re_[lo] if re_ is not None else 0)
         compute, capacity_of = self._compute, self._device_capacity
 
         def build(copies: int) -> dict[str, DeviceTally]:
             result: dict[str, DeviceTally] = {}
             for d, (weights, kv, rep, full) in acc.items():
                 cpu = d == CPU
-                c = compute(rep, full == 1, d == out_dev, cpu, cpu and any_gpu, copies)
+                rpc = d.startswith(RPC_CPU_PREFIX)
+                c = compute(rep, full == 1, d == out_dev, cpu, cpu and any_gpu, copies, rpc)
                 if cpu:
                     c += self.ctx.output_buffer
                 capacity, reserve = capacity_of(d)
                 result[d] = DeviceTally(d, weights, kv, c, reserve, capacity)
             return result
 
-        copies = self.ctx.copies(ranges)
+        copies = self.ctx.copies(ranges, plain=not moved)
         result = build(copies)
         if copies > 1 and not all(t.fits for d, t in result.items() if d != CPU):
             result = build(1)  # llama.cpp retries without pipeline parallelism
         return result
 
-    def read_bytes(self, ranges: Sequence[tuple[str, int, int]], depth: int) -> dict[str, float]:
+    def read_bytes(
+        self, ranges: Sequence[tuple[str, int, int]], depth: int, cpu_experts: int = 0
+    ) -> dict[str, float]:
         """Bytes each device streams per decode step at `depth` tokens (experts: active
-        share only); the fast twin of throughput.bytes_read_per_token."""
+        share only, in system memory for blocks below `cpu_experts`); the fast twin of
+        throughput.bytes_read_per_token."""
         n = self.g.n_layer
         t = self._t
         frac = self.layout.expert_fraction_active
@@ -337,6 +383,11 @@ class FitEvaluator:
             if end > n:
                 b += self.layout.output_bytes + self.layout.tied_head_bytes
             read[d] = read.get(d, 0.0) + b
+        for d, lo, hi in self.moved_experts(ranges, cpu_experts) if cpu_experts > 0 else ():
+            b = (self._e[hi] - self._e[lo]) * frac
+            if b:
+                read[d] -= b
+                read[CPU] = read.get(CPU, 0.0) + b
         return read
 
     def default_split(self, gpu_ids: Sequence[DeviceId]) -> list[float]:
@@ -348,37 +399,40 @@ class FitEvaluator:
         split = self.default_split(gpu_ids) if split is None else split
         return self.tally_ranges(llama_cpp_ranges(self.g.n_layer, ngl, split, gpu_ids))
 
+    def gpus_fit(self, ranges: Sequence[tuple[str, int, int]], cpu_experts: int = 0) -> bool:
+        """Whether every GPU's load under these runs fits: the GPU side of tally_ranges
+        only (these searches run for every quant tried), without pipeline copies, which
+        llama.cpp drops when they do not fit."""
+        n = self.g.n_layer
+        head = self.layout.output_bytes + self.layout.tied_head_bytes
+        e = self._e
+        for d, lo, end in ranges:
+            if d == CPU:
+                continue
+            hi = min(end, n)
+            need = head if end > n else 0
+            rep, full = -1, False
+            if hi > lo:
+                need += self._w[hi] - self._w[lo] + self._kv(lo, hi)
+                if cpu_experts > lo:
+                    need -= e[min(hi, cpu_experts)] - e[lo]
+                first = self._t.first_full[lo]
+                rep, full = (first, True) if first < hi else (lo, False)
+            need += self._compute(rep, full, end > n, False, False, 1, d.startswith(RPC_CPU_PREFIX))
+            capacity, reserve = self._device_capacity(d)
+            if not fits_within(need, max(capacity - reserve, 0)):
+                return False
+        return True
+
     def max_ngl(self, gpu_ids: Sequence[DeviceId]) -> int:
         """The largest -ngl whose GPU loads all fit (0 if not even the head fits)."""
-
         n = self.g.n_layer
         split = self.default_split(gpu_ids)
-        usable = {}
-        for gid in gpu_ids:
-            capacity, reserve = self._device_capacity(as_device(gid))
-            usable[as_device(gid)] = max(capacity - reserve, 0)
-        layout = self.layout
-        head = layout.output_bytes + layout.tied_head_bytes
 
         def gpus_fit(ngl: int) -> bool:
-            # the GPU side of tally_ranges only: this search runs for every quant tried.
-            # Without pipeline copies: llama.cpp drops them when they do not fit.
-            for d, lo, end in llama_cpp_ranges(n, ngl, split, gpu_ids):
-                if d == CPU:
-                    continue
-                hi = min(end, n)
-                need = head if end > n else 0
-                rep, full = -1, False
-                if hi > lo:
-                    need += self._w[hi] - self._w[lo] + self._kv(lo, hi)
-                    first = self._t.first_full[lo]
-                    rep, full = (first, True) if first < hi else (lo, False)
-                need += self._compute(rep, full, end > n, False, False)
-                if not fits_within(need, usable[d]):
-                    return False
-            return True
+            return self.gpus_fit(llama_cpp_ranges(n, ngl, split, gpu_ids))
 
-        lo, hi = 0, self.g.n_layer + 1
+        lo, hi = 0, n + 1
         if gpus_fit(hi):
             return hi
         while lo < hi:
@@ -389,17 +443,21 @@ class FitEvaluator:
                 hi = mid - 1
         return lo
 
-    def fill_split(self, gpu_ids: Sequence[DeviceId]) -> list[float]:
+    def fill_split(self, gpu_ids: Sequence[DeviceId], cpu_experts: int = 0) -> list[float]:
         """A --tensor-split (slot counts) that fills each GPU in turn up to what it can
         hold, the last taking the rest and the head: for full offload when the default
-        split (by free memory) overloads one device."""
+        split (by free memory) overloads one device. `cpu_experts`: the experts of the
+        first blocks stay in system memory (`--n-cpu-moe`), so those blocks weigh less."""
         n = self.g.n_layer
         counts: list[float] = []
         lo = 0
         t, full, swa, rec = self._t, self._full_cells, self._swa_cells, self._rec_scale
-        costs = [  # weights plus KV of blocks 0..i-1: non-decreasing
-            w + f * full + sw * swa + r * rec
-            for w, f, sw, r in zip(self._w, t.full_rows, t.swa_rows, t.recurrent, strict=True)
+        e = self._e
+        costs = [  # weights (less experts kept in system memory) plus KV of blocks 0..i-1
+            w - e[min(i, cpu_experts)] + f * full + sw * swa + r * rec
+            for i, (w, f, sw, r) in enumerate(
+                zip(self._w, t.full_rows, t.swa_rows, t.recurrent, strict=True)
+            )
         ]
         for pos, gid in enumerate(gpu_ids):
             if pos == len(gpu_ids) - 1:

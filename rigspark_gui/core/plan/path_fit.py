@@ -21,6 +21,7 @@ from rigspark_gui.core.placement import (
     judge_fit,
     llama_cpp_ranges,
     uniform_placement,
+    with_cpu_moe,
 )
 from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
@@ -117,6 +118,9 @@ class Trial(NamedTuple):
     ngl: int | None
     split: list[float] | None
     m: Measure
+    # llama.cpp's --n-cpu-moe: the routed experts of blocks 0..cpu_experts-1 stay in
+    # system memory (0: none; n_layer: --cpu-moe)
+    cpu_experts: int = 0
 
 
 def _try(
@@ -166,8 +170,10 @@ def try_quant(
     return trial
 
 
-def placement_from_ranges(spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ranges) -> Placement:
+def placement_from_ranges(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, ranges: Ranges, cpu_experts: int = 0
+) -> Placement:
     slots = [d for d, lo, hi in ranges for _ in range(lo, hi)]
     p = uniform_placement(spec.geometry, rig, s, CPU)
     units = tuple(u if u.index < 0 else replace(u, device=slots[u.index]) for u in p.units)
-    return replace(p, units=units)
+    return with_cpu_moe(replace(p, units=units), spec.geometry, cpu_experts)

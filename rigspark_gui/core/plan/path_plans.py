@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from rigspark_gui.core.flash_attn import attention_shape
 from rigspark_gui.core.memory import WeightsLayout, file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import (
@@ -19,6 +20,7 @@ from rigspark_gui.core.placement import (
     device_loads,
     rig_devices,
     uniform_placement,
+    with_cpu_moe,
 )
 from rigspark_gui.core.plan.paths import GPU_ONLY, PathCandidate, PathName, PathPlan, Reason
 from rigspark_gui.core.plan.quant_search import search_path
@@ -64,13 +66,14 @@ def plan_path(
     if fits and search.speed is not None:
         throughput = search.speed
         prefill = estimate_prefill_reads(
-            shown.ev.read_bytes(shown.ranges, 0),
+            shown.ev.read_bytes(shown.ranges, 0, shown.cpu_experts),
             layers_in_ranges(shown.ranges, g.n_layer),
             shown.layout,
             rig,
             s,
             speed,
             g.n_embd,  # the attention width the calibration was fitted with
+            shape=attention_shape(g),
         )
     else:
         throughput = Throughput(basis="unknown: does not fit")
@@ -91,6 +94,7 @@ def plan_path(
         devices=devices,
         ngl=shown.ngl,
         tensor_split=tuple(shown.split) if shown.split else None,
+        n_cpu_moe=shown.cpu_experts or None,
         breakdown=shown.m.breakdown(),
         throughput=throughput,
         prefill=prefill,
@@ -142,6 +146,8 @@ def recommended_placement(
         placement = auto_place(
             spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=ids
         )
+        if path.n_cpu_moe:
+            placement = with_cpu_moe(placement, spec.geometry, path.n_cpu_moe)
     quant = path.quant or spec.available_quants[-1]
     repack = repack_for(spec, quant, rig.cpu.features)
     return placement, device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)

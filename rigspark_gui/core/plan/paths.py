@@ -109,6 +109,9 @@ class PathPlan:
     ngl: int | None
     # llama.cpp --tensor-split when the default one would not fit
     tensor_split: tuple[float, ...] | None = None
+    # llama.cpp --n-cpu-moe: the routed experts of the first N blocks in system memory
+    # (an MoE model's cpu-offload path with every slot on the GPUs); None: none kept apart
+    n_cpu_moe: int | None = None
     breakdown: MemoryBreakdown
     throughput: Throughput
     prefill: Prefill

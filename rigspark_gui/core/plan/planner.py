@@ -9,10 +9,19 @@ from itertools import product
 from typing import Any
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.launch import ClusterLaunch, rpc_launch, serving_launch
+from rigspark_gui.core.fit import FitOutcome
+from rigspark_gui.core.flash_attn import FaSupport, FaWhere, rig_support
+from rigspark_gui.core.launch import (
+    ClusterLaunch,
+    ollama_ps_processor,
+    rpc_launch,
+    serving_launch,
+)
 from rigspark_gui.core.memory import repack_for, weights_layout
-from rigspark_gui.core.model import KvCacheType, ModelSpec, require_quant
+from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, require_quant
 from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.plan.defaults import Resolved, resolve_defaults
+from rigspark_gui.core.plan.engine_run import engine_fit, fit_sentence, settled_context
 from rigspark_gui.core.plan.path_fit import measure_path, path_slots
 from rigspark_gui.core.plan.path_plans import choose_recommended, plan_path, recommended_placement
 from rigspark_gui.core.plan.paths import (
@@ -24,9 +33,9 @@ from rigspark_gui.core.plan.paths import (
     engine_paths,
 )
 from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
-from rigspark_gui.core.rig import Rig, Vendor
+from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
-from rigspark_gui.core.settings import KV_PAD, GpuBackend, PlanSettings
+from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
@@ -49,16 +58,6 @@ COMMON_KV_PAIRS: tuple[tuple[KvCacheType, KvCacheType], ...] = (
     (KvCacheType.IQ4_NL, KvCacheType.IQ4_NL),
 )
 VLLM_KV_PAIRS = ((KvCacheType.F16, KvCacheType.F16), (KvCacheType.FP8, KvCacheType.FP8))
-# llama.cpp ggml/src/ggml-cuda/fattn.cu: without GGML_CUDA_FA_ALL_QUANTS the CUDA
-# flash-attention kernels take K = V of these types only; any other pair's attention
-# goes to the CPU backend
-CUDA_FA_DEFAULT_KV = frozenset(
-    {KvCacheType.F32, KvCacheType.F16, KvCacheType.BF16, KvCacheType.Q8_0, KvCacheType.Q4_0}
-)
-CUDA_FA_NOTE = (
-    "a default CUDA build of llama.cpp has no flash-attention kernel for this pair "
-    "(it needs GGML_CUDA_FA_ALL_QUANTS=ON): attention runs on the CPU, many times slower"
-)
 
 
 def kv_pair_order(
@@ -98,8 +97,15 @@ class KvComparisonRow:
     # KL divergence against an f16 cache, measured on a reference model (None: not
     # measured, or no measurements given)
     kv_kld: float | None = None
-    # what is known of its speed on this rig and engine ('' when nothing is)
+    # what is known of its speed on this rig and engine ('' when nothing is): why its
+    # flash attention is not a kernel of the plan's GPUs' own, naming llama.cpp's rule
     speed_note: str = ""
+    # where its flash attention runs on the plan's GPUs (flash_attn.FaWhere): "native",
+    # "gpu-f16" (decode converts K and V to f16 first), "cpu" (the GPU refuses the op),
+    # "fails"; '' where it does not apply (flash attention off, no GPU, not llama.cpp)
+    fa_where: str = ""
+    # False: a pair to avoid on this rig (its flash attention is not native there)
+    advised: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +127,12 @@ class Plan:
     serving: ServingPlan | None = None
     # a script per host in start order: serving engines and multi-host paths
     launch: ClusterLaunch | None = None
+    # what each setting left to the engine became, and the defaults taken
+    resolved: Resolved | None = None
+    # llama.cpp's fit for the shown quantization (llama.cpp and Ollama plans), and how
+    # it compares with this plan in one sentence
+    fit: FitOutcome | None = None
+    fit_summary: str = ""
 
 
 def _validate(spec: ModelSpec, s: PlanSettings) -> None:
@@ -146,9 +158,68 @@ def plan(
     `kv_kld` (measured quality cost per 'k/v' cache pair) when given.
     `ladders`: list every quantization that fits on each path (two dozen trials a path);
     without, each path stops at its choice, several times faster."""
+    s, resolved = resolve_defaults(spec, rig, s)
     if s.backend.serving:
-        return _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders, kv_kld)
+        served = _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders, kv_kld)
+        return replace(served, resolved=resolved)
     _validate(spec, s)
+    first = _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+    shown = next((p for p in first.paths if p.path is first.recommended), None) or first.paths[0]
+    quant = shown.quant or spec.available_quants[-1]
+    multi = shown.path is PathName.MULTI_HOST
+    fit = engine_fit(spec, rig, s, quant, multi_host=multi)
+    final = first
+    if first.recommended is not None:
+        cand = next(c for c in _candidates(spec, rig, s) if c.name is shown.path)
+        bigger = settled_context(
+            fit, s, lambda: max_context(spec, rig, replace(s, quant=quant), cand, quant)
+        )
+        if bigger is not None:
+            # llama.cpp settles on a larger context for this quantization: plan at it
+            s = replace(s, context=bigger)
+            final = _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+    resolved = replace(resolved, context=s.context)
+    summary = ""
+    if fit is not None:
+        shown = (
+            next((p for p in final.paths if p.path is final.recommended), None) or final.paths[0]
+        )
+        gpu_slots = final.placement.gpu_slots if final.placement is not None else 0
+        gpus = sum(1 for d in shown.devices if d != "cpu")
+        experts = shown.n_cpu_moe or 0
+        summary = fit_sentence(fit, spec.geometry.n_layer, s.context, gpu_slots, gpus, experts)
+    if s.backend is Backend.OLLAMA and final.device_loads:
+        summary = f"{summary}; `ollama ps` would show {ollama_processor(final)}".lstrip("; ")
+    return replace(final, resolved=resolved, fit=fit, fit_summary=summary)
+
+
+def ollama_processor(p: Plan) -> str:
+    """The PROCESSOR column `ollama ps` shows for this plan's placement."""
+    cpu = sum(d.total_bytes for d in p.device_loads if d.device == "cpu")
+    gpu = sum(d.total_bytes for d in p.device_loads if d.device != "cpu")
+    all_on = p.placement is not None and all(
+        u.device != "cpu" for u in p.placement.units if u.unit != "input"
+    )
+    return ollama_ps_processor(cpu, gpu, all_layers_on_gpu=all_on)
+
+
+def _candidates(spec: ModelSpec, rig: Rig, s: PlanSettings) -> list[PathCandidate]:
+    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
+        spec.cpu_only_quants
+    )
+    return engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
+
+
+def _plan_resolved(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    kv_pairs: str,
+    ladders: bool,
+    kv_kld: Mapping[str, float] | None,
+) -> Plan:
+    """plan() for settings whose engine defaults are resolved."""
     cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
         spec.cpu_only_quants
     )
@@ -298,18 +369,15 @@ def kv_quant(
     return rec or s.quant or spec.available_quants[-1]
 
 
-def kv_speed_note(k: KvCacheType, v: KvCacheType, rig: Rig, s: PlanSettings) -> str:
-    """What is known of a K/V pair's speed on this rig and engine ('' when nothing), for
-    settings `s` that carry the pair's flash attention."""
-    cuda = any(g.vendor is Vendor.NVIDIA for g in rig.gpus) and s.gpu_backend in (
-        None,
-        GpuBackend.CUDA,
-    )
-    if not (cuda and s.backend.ggml_based and s.flash_attn):
-        return ""
-    if k != v or k not in CUDA_FA_DEFAULT_KV:
-        return CUDA_FA_NOTE
-    return ""
+def kv_flash_attn(
+    k: KvCacheType, v: KvCacheType, rig: Rig, s: PlanSettings, g: Geometry
+) -> FaSupport | None:
+    """Where K/V pair k, v's flash attention runs on the rig's GPUs (the worst GPU's
+    answer), for settings `s` that carry the pair's flash attention; None where that
+    does not apply (an engine not built on llama.cpp, flash attention off, no GPU)."""
+    if not (s.backend.ggml_based and s.flash_attn and rig.gpus):
+        return None
+    return rig_support(rig, k, v, g, s.gpu_backend)
 
 
 def _kld(kv_kld: Mapping[str, float] | None, k: KvCacheType, v: KvCacheType) -> float | None:
@@ -358,6 +426,7 @@ def kv_comparison(
             )
             for p in paths
         )
+        support = kv_flash_attn(k, v, rig, s2, g)
         rows.append(
             KvComparisonRow(
                 kv_k=k,
@@ -367,7 +436,9 @@ def kv_comparison(
                 kv_bytes=ctx.kv_total,
                 limits=limits,
                 kv_kld=_kld(kv_kld, k, v),
-                speed_note=kv_speed_note(k, v, rig, s2),
+                speed_note=support.reason if support else "",
+                fa_where=support.where.value if support else "",
+                advised=support is None or support.where is FaWhere.NATIVE,
             )
         )
     return tuple(rows)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from rigspark_gui.core.memory import WeightsLayout, weights_floor, weights_layout
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import FitContext, device_capacity
+from rigspark_gui.core.plan.expert_offload import expert_trial, experts_win
 from rigspark_gui.core.plan.path_fit import Trial, try_quant
 from rigspark_gui.core.plan.paths import GPU_ONLY, PathCandidate, PathName, QuantOption
 from rigspark_gui.core.rig import Rig
@@ -101,7 +102,7 @@ def trial_time(trial: Trial, rig: Rig, s: PlanSettings, speed: SpeedModel) -> De
     """Decode time of one trial's placement (or why it is unknown)."""
     depth = decode_depth(s)
     shape = DecodeShape(
-        trial.ev.read_bytes(trial.ranges, depth),
+        trial.ev.read_bytes(trial.ranges, depth, trial.cpu_experts),
         layers_in_ranges(trial.ranges, trial.ev.g.n_layer),
         max(len(trial.ranges) - 1, 0),
         depth,
@@ -196,9 +197,17 @@ def search_path(
             continue  # the last quant is always tried in full: its figures are shown
         trial = try_quant(spec, ctx, cand, q, layout, last)
         last = trial
-        if not (trial.m.fits and context_ok):
+        experts = expert_trial(cand, trial)
+        if not ((trial.m.fits or experts is not None) and context_ok):
             continue
-        t = trial_time(trial, rig, s, speed) if speed is not None else None
+        t = trial_time(trial, rig, s, speed) if speed is not None and trial.m.fits else None
+        if experts is not None:
+            # MoE on GPUs + RAM: the experts in system memory, unless the layer split
+            # decodes faster
+            t_exp = trial_time(experts, rig, s, speed) if speed is not None else None
+            if not trial.m.fits or experts_win(t_exp, t):
+                trial, t = experts, t_exp
+                last = trial
         fitting.append((trial, t))
         if chosen is None and meets(t, s.min_tok_s):
             chosen = (trial, t)

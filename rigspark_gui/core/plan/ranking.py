@@ -11,6 +11,8 @@ from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.plan.defaults import resolve_defaults
+from rigspark_gui.core.plan.engine_run import engine_fit, settled_context
 from rigspark_gui.core.plan.path_plans import choose_recommended
 from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
@@ -19,6 +21,7 @@ from rigspark_gui.core.plan.paths import (
     candidate_paths,
     engine_paths,
 )
+from rigspark_gui.core.plan.planner import max_context
 from rigspark_gui.core.plan.quant_search import PathSearch, meets, quants_to_try, search_path
 from rigspark_gui.core.plan.serving_paths import serving_paths
 from rigspark_gui.core.rig import Rig
@@ -99,6 +102,32 @@ def rank_model(
     """One model's verdict, best path, quant, memory and speed (context capped at its own):
     what `plan` recommends, without building every path's report. `cands`: the rig's
     candidate paths by cpu-only flag, when ranking many models."""
+    s, _ = resolve_defaults(spec, rig, s)
+    row = _rank_resolved(spec, rig, s, speed, cands)
+    if row.path is None or row.quant is None:
+        return row
+    quant, path = row.quant, row.path
+    multi = path is PathName.MULTI_HOST
+    fit = engine_fit(spec, rig, s, quant, multi_host=multi)
+
+    def room() -> int:
+        paths = engine_paths(candidate_paths(rig, False), rig, s.backend)
+        cand = next(c for c in paths if c.name is path)
+        return max_context(spec, rig, replace(s, quant=quant), cand, quant)
+
+    bigger = settled_context(fit, s, room)
+    if bigger is None:
+        return row
+    return _rank_resolved(spec, rig, replace(s, context=bigger), speed, cands)
+
+
+def _rank_resolved(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    cands: dict[bool, list[PathCandidate] | RigSparkError] | None = None,
+) -> RankedModel:
     ctx = min(s.context, spec.geometry.context_length)
     settings = s
     if ctx != s.context or s.quant is not None:

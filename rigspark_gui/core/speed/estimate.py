@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from rigspark_gui.core.flash_attn import FaShape, FaWhere, device_support
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor, rpc_cpu_host
@@ -321,6 +322,23 @@ def estimate_decode_shape(
     return throughput_of(decode_time(shape, layout, rig, s, model), shape.depth, model)
 
 
+def attention_off_gpu(
+    layers: dict[str, int], rig: Rig, s: PlanSettings, shape: FaShape | None
+) -> str:
+    """Why flash attention leaves a GPU holding layers ('' when it does not): on, with a
+    K/V pair or head size the GPU's backend refuses, llama.cpp's scheduler runs the op on
+    the CPU (under -fa auto only a quantized V cache keeps it on there). No measurement
+    says how much slower the prompt then is."""
+    if shape is None or not (s.flash_attn and s.backend.ggml_based):
+        return ""
+    for device, n in layers.items():
+        if n and device.startswith("gpu:"):
+            a = device_support(rig, device, s.kv_k, s.kv_v, shape, s.gpu_backend)
+            if a.where in (FaWhere.CPU, FaWhere.FAILS):
+                return f"{device}: {a.reason}"
+    return ""
+
+
 def estimate_prefill_reads(
     weight_reads: dict[str, float],
     layers: dict[str, int],
@@ -329,12 +347,19 @@ def estimate_prefill_reads(
     s: PlanSettings,
     model: SpeedModel,
     attn_width: int,
+    *,
+    shape: FaShape | None = None,
 ) -> Prefill:
     """Prompt processing: each device multiplies the share of active parameters it
     holds and runs the attention products of its layers (QK and PV over the prompt,
     causal); the devices run one after another. `attn_width`: the embedding width, as
-    the calibration (validation/speed_fit.py) counts the attention products."""
+    the calibration (validation/speed_fit.py) counts the attention products. `shape`:
+    the model's flash-attention shape; given, a GPU whose flash attention would fall
+    back to the CPU makes the estimate unknown rather than the GPU's."""
     tokens = min(s.prompt_tokens, s.context)
+    off_gpu = attention_off_gpu(layers, rig, s, shape)
+    if off_gpu:
+        return Prefill(prompt_tokens=tokens, basis=f"unknown: {off_gpu}")
     p, d = model.prefill, model.decode
     if p is None or d is None:
         return Prefill(prompt_tokens=tokens, basis="unknown: no prefill calibration loaded")

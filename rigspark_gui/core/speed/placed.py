@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 
+from rigspark_gui.core.flash_attn import attention_shape
 from rigspark_gui.core.memory import WeightsLayout, kv_cells, kv_row_pair_bytes
 from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, kv_devices
@@ -118,4 +119,5 @@ def estimate_prefill(
         s,
         model,
         g.n_embd,  # the attention width the calibration was fitted with
+        shape=attention_shape(g),
     )

@@ -1,0 +1,84 @@
+"""`rigspark-plan fit` against llama.cpp's own `llama-fit-params`, side by side (not a test).
+
+Run: .venv/bin/python benchmarks/bench_fit.py [--runs 5] [--bin DIR]
+
+For a few cases of validation/fit_cases.json (the sparse synthetic GGUFs that
+validation/fit_suite.py writes; llama.cpp b11434 built as its docstring says), each
+command runs as a new process, alternating, and the medians and their ratio are printed
+with the answers of both (which must agree). The target: RigSpark in at most half the
+time llama-fit-params takes, without the weights on disk (the files are sparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from validation.fit_suite import FitModel, default_bin, ensure_gguf  # noqa: E402
+from validation.synth import Synth  # noqa: E402
+
+CASES = (
+    "fit-llama3-8b-Q4_0/cpu-reduce-50",
+    "fit-llama3-8b-Q4_0/cpu-abort",
+    "fit-qwen3-30b-a3b-Q4_0/cpu-reduce-50",
+)
+
+
+def timed(argv: list[str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return time.perf_counter() - t0, out.stdout.strip()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--bin", type=Path, default=default_bin())
+    args = ap.parse_args()
+    data = json.loads((ROOT / "validation" / "fit_cases.json").read_text())
+    tool = args.bin / "llama-fit-params"
+    if not tool.exists():
+        print(f"no llama-fit-params in {args.bin}: build llama.cpp b11434 first", file=sys.stderr)
+        return 2
+    total = int(data["machine"]["cpu_total_bytes"])
+    with tempfile.TemporaryDirectory() as tmp:
+        rig = Path(tmp) / "rig.json"
+        rig.write_text(json.dumps({"ram_total_bytes": total,
+                                   "cpu": {"features": ["avx2", "avx512"]}}))  # fmt: skip
+        print(f"machine: {platform.processor() or platform.machine()}, "
+              f"{data['machine']['n_cpu']} CPUs; {args.runs} runs each, medians")  # fmt: skip
+        for name in CASES:
+            case = next(c for c in data["cases"] if c["name"] == name)
+            m = data["models"][case["model"]]
+            model, _ = ensure_gguf(FitModel(Synth(**m["synth"]), m["wtype"]))
+            flags = [str(model) if a == "{model}" else a for a in case["argv"]]
+            ours_argv = [sys.executable, "-m", "rigspark_gui.cli", "fit", "--rig", str(rig),
+                         "--", "llama-fit-params", *flags]  # fmt: skip
+            theirs_argv = [str(tool), *flags]
+            timed(ours_argv)  # warm-up: bytecode, the model header kept
+            timed(theirs_argv)
+            ours, theirs = [], []
+            for _ in range(args.runs):
+                t, a = timed(ours_argv)
+                ours.append(t)
+                t, b = timed(theirs_argv)
+                theirs.append(t)
+            mo, mt = statistics.median(ours), statistics.median(theirs)
+            same = "same answer" if a == b else f"DIFFERENT: {a!r} vs {b!r}"
+            print(f"{name:42} rigspark {mo:6.2f} s  llama-fit-params {mt:6.2f} s  "
+                  f"ratio {mo / mt:4.2f}  ({same})")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
