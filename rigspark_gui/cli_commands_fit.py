@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from rigspark_gui.cli_base import EXIT_FITS, EXIT_NO_FIT, PROG, emit_json
 from rigspark_gui.cli_inputs import load_rig_arg
 
+FIT_SCHEMA_VERSION = 1
+
 if TYPE_CHECKING:
     from rigspark_gui.core.fit import FitCommand
     from rigspark_gui.core.model import Geometry
@@ -107,7 +109,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        emit_json({**jsonable(outcome), "unmodelled": list(cmd.unmodelled)})
+        data = {"schema_version": FIT_SCHEMA_VERSION, **jsonable(outcome)}
+        emit_json({**data, "unmodelled": list(cmd.unmodelled)})
     elif outcome.command:
         print(outcome.command)
     else:

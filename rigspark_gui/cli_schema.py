@@ -140,6 +140,13 @@ def _plan() -> Any:
     return PlanOutput
 
 
+@_output("fit", "fit --json -- COMMAND: what llama.cpp's --fit does with a command line")
+def _fit() -> Any:
+    from rigspark_gui.formats.outputs import FitOutput
+
+    return FitOutput
+
+
 @_output("place", "place --json: per-layer placement and per-device loads")
 def _place() -> Any:
     from rigspark_gui.formats.outputs import PlaceOutput

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigspark_gui.core.fit import FitOutcome
+from rigspark_gui.core.fit import FitDevice, FitOutcome, FitStatus
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import (
@@ -33,6 +33,7 @@ from rigspark_gui.formats.settings import PlanSettings
 
 __all__ = [
     "CliOutput",
+    "FitOutput",
     "LocalModel",
     "LocalModelsOutput",
     "PlaceOutput",
@@ -135,3 +136,20 @@ class LocalModelsOutput(CliOutput):
 
     models: tuple[LocalModel, ...]
     skipped: tuple[str, ...] = Field(description="files that could not be read, and why")
+
+
+class FitOutput(CliOutput):
+    """`fit --json -- COMMAND`: what llama.cpp's --fit does with a command line."""
+
+    status: FitStatus = Field(description="unchanged, fitted, failed (fit gives up) or off")
+    reason: str = Field(description="why, in llama.cpp's words where it has them")
+    context: int = Field(description="-c after fit")
+    ngl: int = Field(description="-ngl after fit; -1: left to llama.cpp (all layers)")
+    tensor_split: tuple[int, ...] = Field(description="whole layers per device (several)")
+    overrides: tuple[str, ...] = Field(description="-ot rules fit sets, PATTERN=BUFFER")
+    command: str = Field(description="the line llama-fit-params prints; empty when fit fails")
+    devices: tuple[FitDevice, ...] = Field(
+        description="llama.cpp's devices in its order: free memory, margin, projected use"
+    )
+    initial_context: int = Field(description="the context fit started from")
+    unmodelled: tuple[str, ...] = Field(description="llama.cpp flags given that fit ignores here")

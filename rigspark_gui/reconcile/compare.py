@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rigspark_gui.core.fit import FitDevice, FitOutcome, FitStatus
+from rigspark_gui.core.fit import FitDevice, FitOutcome, FitStatus, UserFlags, llama_fit
 from rigspark_gui.core.memory import output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import CPU, device_loads
@@ -172,6 +172,11 @@ def reconcile_log(
         )
     s, unified = log_settings(log, g, notes)
     s_mem = replace(s, parallel=1) if unified else s
+    if log.fit is not None and fit_outcome is None:
+        # RigSpark's fit for the load the log shows: -c counts as given when fit said so
+        user = UserFlags(context=s.context if log.fit.context_set_by_user else None)
+        fit_outcome = llama_fit(spec, quant, rig, replace(s, kv_unified=unified), user=user)
+        fit_rows = compare_fit(log.fit, fit_outcome)
     placement, ngl, counts = log_placement(log, g, layout, rig, s_mem)
     any_cpu = any(u.device == CPU for u in placement.units if u.index >= 0)
     repack = log_repack(log, spec, quant, rig, notes, any_cpu)

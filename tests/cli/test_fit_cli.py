@@ -61,6 +61,11 @@ def test_a_tight_margin_shrinks_the_context(capsys, model: Path, tmp_path: Path)
     data = json.loads(out)
     assert data["status"] == "fitted" and data["command"].startswith("-c ")
     assert {"context", "ngl", "tensor_split", "overrides", "devices", "reason"} <= set(data)
+    # `rigspark-plan schema fit` describes exactly what was written
+    from rigspark_gui.cli_schema import SCHEMAS
+
+    model = SCHEMAS["fit"].load()
+    assert model.model_validate(data).model_dump(mode="json") == data
 
 
 def test_no_room_even_at_the_minimum_context_gives_up(capsys, model, tmp_path) -> None:

@@ -443,9 +443,12 @@ def test_reconcile_carries_the_fit_rows_and_prints_them(synthetic: ModelSpec) ->
     assert "llama.cpp's fit" not in before
     assert "llama.cpp's fit: unchanged, projected 36 of 64,000 MiB host memory, took 0.02 s" in out
     assert any(x.startswith("status") and x.endswith("agrees") for x in out.splitlines())
-    # without an outcome the log's fit is still told, with no table
-    told = format_reconciliation(reconcile(HOST_FIT + text, synthetic, _cpu_rig(), perf))
-    assert "llama.cpp's fit: unchanged" in told and "fit decision" not in told
+    # without an outcome given, RigSpark works out its own fit for the load the log
+    # shows (its settings, -c not given) and sets it against llama.cpp's
+    own = reconcile(HOST_FIT + text, synthetic, _cpu_rig(), perf)
+    told = format_reconciliation(own)
+    assert "llama.cpp's fit: unchanged" in told and "fit decision" in told
+    assert ("status", True) in [(x.what, x.agrees) for x in own.fit_rows]
 
 
 def test_a_fit_only_log_reconciles_to_its_fit_rows(synthetic: ModelSpec) -> None:

@@ -123,8 +123,9 @@ def llama_server_command(
         argv.append("--swa-full")
     notes = [*model_notes, *dev.notes]
     notes.append(
-        "-ngl and --tensor-split pin this placement and switch llama.cpp's --fit off; "
-        "to let fit decide instead: "
+        "recommended as written: -ngl and --tensor-split pin the placement RigSpark "
+        "planned and measured, which switches llama.cpp's --fit off; to let fit decide "
+        "instead (its own placement, see the plan's fit line): "
         + " ".join(
             ["llama-server", *model, *(["-c", str(s.context)] if not s.is_auto("context") else [])]
         )

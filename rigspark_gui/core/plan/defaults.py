@@ -31,6 +31,13 @@ PLAN_CONTEXT = 8192
 LLAMA_SERVER_SLOTS = 4
 
 
+# engines whose one sequence at a time is their documented default
+_ONE_SLOT = {
+    Backend.OLLAMA: "OLLAMA_NUM_PARALLEL defaults to 1",
+    Backend.KOBOLDCPP: "koboldcpp serves one sequence per context",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeviceFlash:
     device: str
@@ -81,7 +88,8 @@ def resolve_defaults(spec: ModelSpec, rig: Rig, s: PlanSettings) -> tuple[PlanSe
             assumed.append("parallel: llama-server's 4 slots sharing one unified KV cache")
         else:
             parallel = 1
-            assumed.append(f"parallel: 1 slot ({b.label}'s default)")
+            source = _ONE_SLOT.get(b, f"RigSpark's assumption: {b.label}'s own is not modelled")
+            assumed.append(f"parallel: 1 slot ({source})")
     flash = s.flash_attn
     flash_devices: tuple[DeviceFlash, ...] = ()
     if s.is_auto("flash_attn"):
