@@ -81,6 +81,7 @@ def main() -> None:
     w.session.set_model("llama-3.1-8b-instruct")
     w.session.update_settings(context="auto")
     w.resize(1500, 900)
+    w.what_if.suggest_now()
     w.tabs.setCurrentWidget(w.paths_tab)
     for _ in range(8):
         settle(app)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from rigspark_gui.core.fit.search import (
     LayerFraction,
@@ -24,15 +25,15 @@ from rigspark_gui.core.fit.search import (
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import (
     PIPELINE_COPIES,
+    TensorRow,
     device_compute_bytes,
     gguf_padded,
-    is_repacked,
     kv_total_bytes,
-    repack_types,
-    synthesize_tensors,
+    repack_for,
+    synth_rows,
     weights_layout,
 )
-from rigspark_gui.core.model import ModelSpec, TensorGroup, TensorInfo
+from rigspark_gui.core.model import Geometry, ModelSpec, TensorGroup, TensorInfo
 from rigspark_gui.core.placement import (
     CPU,
     DeviceId,
@@ -53,29 +54,16 @@ _MOVED = {
 }
 
 
-def _tensors(spec: ModelSpec, quant: str) -> tuple[TensorInfo, ...]:
-    return spec.tensors if spec.tensors is not None else synthesize_tensors(spec.geometry, quant)
-
-
+_Rows = Sequence[TensorInfo | TensorRow]
 _Moved = tuple[dict[LayerFraction, tuple[int, ...]], tuple[int, ...]]
-# per model (by identity) and quantization
-_moved_of: ByIdentity[ModelSpec, dict[str, _Moved]] = ByIdentity(lambda _: {})
 
 
-def _moved_bytes(spec: ModelSpec, quant: str) -> _Moved:
-    """Per fraction, the bytes of each layer an override of that fraction moves; and each
-    layer's routed-expert bytes."""
-    cached = _moved_of(spec)
-    if quant not in cached:
-        cached[quant] = _count_moved(spec, quant)
-    return cached[quant]
-
-
-def _count_moved(spec: ModelSpec, quant: str) -> _Moved:
-    n = spec.geometry.n_layer
+def _count_moved(rows: _Rows, n: int) -> _Moved:
     moved = {f: [0] * n for f in _MOVED}
-    for t in _tensors(spec, quant):
+    for t in rows:
         if t.group is not TensorGroup.BLOCK or t.layer is None or t.layer >= n:
+            continue
+        if ".ffn_" not in t.name:
             continue
         size = gguf_padded(t.n_bytes)
         for f, pattern in _MOVED.items():
@@ -84,13 +72,23 @@ def _count_moved(spec: ModelSpec, quant: str) -> _Moved:
     return {f: tuple(v) for f, v in moved.items()}, tuple(moved[LayerFraction.MOE])
 
 
-def _host_model_bytes(spec: ModelSpec, quant: str, features: tuple[str, ...]) -> int:
-    """The host row's model part on a machine without GPUs: every tensor but those the
-    CPU backend repacks (their CPU_REPACK buffer is in no row of fit's accounting)."""
-    types = repack_types(features)
-    # tied embeddings: the head duplicates the token table in the same host buffer,
-    # counted once (b11434's -fitp host row of a tied F16 model is its file's weights)
-    return sum(gguf_padded(t.n_bytes) for t in _tensors(spec, quant) if not is_repacked(t, types))
+# catalog models: by geometry (variants of one model share it); a file's: by identity
+@lru_cache(maxsize=512)
+def _synth_moved(g: Geometry, quant: str) -> _Moved:
+    return _count_moved(synth_rows(g, quant), g.n_layer)
+
+
+_file_moved: ByIdentity[ModelSpec, _Moved] = ByIdentity(
+    lambda spec: _count_moved(spec.tensors or (), spec.geometry.n_layer)
+)
+
+
+def _moved_bytes(spec: ModelSpec, quant: str) -> _Moved:
+    """Per fraction, the bytes of each layer an override of that fraction moves; and each
+    layer's routed-expert bytes."""
+    if spec.tensors is None:
+        return _synth_moved(spec.geometry, quant)
+    return _file_moved(spec)
 
 
 class FitMeasure:
@@ -116,7 +114,10 @@ class FitMeasure:
         self._ids: tuple[DeviceId, ...] = tuple(
             int(d.split(":")[1]) if d.startswith("gpu:") else d for d in self.devices
         )
-        self._moved, self._experts = _moved_bytes(spec, quant)
+        # routed-expert bytes per layer (the layout has them); what each override moves is
+        # counted from the tensors only when an override is tried (MoE over devices)
+        self._experts = self.layout.block_expert_bytes
+        self._moved_cache: dict[LayerFraction, tuple[int, ...]] | None = None
         self._evaluators: dict[int, FitEvaluator] = {}
         self._features = tuple(rig.cpu.features)
 
@@ -144,6 +145,8 @@ class FitMeasure:
         return llama_cpp_ranges(self.g.n_layer, min(ngl, slots), split, self._ids)
 
     def __call__(self, probe: Probe) -> Measurement:
+        if not self.devices:  # no GPU: fit reads the host row alone
+            return Measurement((), self._host(probe, [(CPU, 0, self.g.n_layer + 1)]))
         ev = self._evaluator(probe.context)
         ranges = self._ranges(probe)
         tally = ev.tally_ranges(ranges)
@@ -193,10 +196,25 @@ class FitMeasure:
         d = layer_dev.get(o.layer, CPU)
         if d == CPU or o.layer >= self.g.n_layer:
             return
-        moved = self._moved[o.keep][o.layer]
+        if self._moved_cache is None:
+            self._moved_cache = _moved_bytes(self.spec, self.quant)[0]
+        moved = self._moved_cache[o.keep][o.layer]
         weights[d] -= moved
         if o.to_device is not None:
             weights[self.devices[o.to_device]] += moved
+
+    def _host_model(self) -> int:
+        """The host row's model part: every tensor but those the CPU backend repacks, as
+        the layout less the repack table (which counts the same tensors, as a count
+        tensor by tensor would; a tied head's repacked copy is no tensor of the file)."""
+        repack = repack_for(self.spec, self.quant, self._features)
+        total = self.layout.total_bytes
+        if repack is None:
+            return total
+        total -= sum(repack.block_bytes)
+        if not self.g.tied_embeddings:
+            total -= repack.output_bytes
+        return total
 
     def _host(self, probe: Probe, ranges: list[tuple[str, int, int]]) -> Use:
         """The host row; exact only without GPUs, where it is all fit reads of it."""
@@ -205,7 +223,7 @@ class FitMeasure:
         s = replace(self.s, context=probe.context)
         layers = list(range(self.g.n_layer))
         compute = device_compute_bytes(self.g, s, layers, True, cpu=True)
-        model = _host_model_bytes(self.spec, self.quant, self._features)
+        model = self._host_model()
         return Use(model, kv_total_bytes(self.g, s), compute)
 
 

@@ -25,7 +25,7 @@ from rigspark_gui.core.memory.repack import (
     repack_for,
     repack_types,
 )
-from rigspark_gui.core.memory.tensors import gguf_padded, synthesize_tensors
+from rigspark_gui.core.memory.tensors import TensorRow, gguf_padded, synth_rows, synthesize_tensors
 from rigspark_gui.core.memory.weights import (
     WeightsLayout,
     file_bytes_estimate,
@@ -36,6 +36,7 @@ from rigspark_gui.core.memory.weights import (
 __all__ = [
     "PIPELINE_COPIES",
     "RepackBytes",
+    "TensorRow",
     "WeightsLayout",
     "cpu_repack_bytes",
     "device_compute_bytes",
@@ -53,6 +54,7 @@ __all__ = [
     "pipeline_copies",
     "repack_for",
     "repack_types",
+    "synth_rows",
     "synthesize_tensors",
     "weights_floor",
     "weights_layout",

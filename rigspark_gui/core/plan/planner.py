@@ -163,12 +163,13 @@ def plan(
         served = _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders, kv_kld)
         return replace(served, resolved=resolved)
     _validate(spec, s)
-    first = _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+    # the quantization and path first, without ladders or the KV comparison (they do
+    # not change the choice); the full plan once the context is settled
+    first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
     shown = next((p for p in first.paths if p.path is first.recommended), None) or first.paths[0]
     quant = shown.quant or spec.available_quants[-1]
     multi = shown.path is PathName.MULTI_HOST
     fit = engine_fit(spec, rig, s, quant, multi_host=multi)
-    final = first
     if first.recommended is not None:
         cand = next(c for c in _candidates(spec, rig, s) if c.name is shown.path)
         bigger = settled_context(
@@ -177,7 +178,12 @@ def plan(
         if bigger is not None:
             # llama.cpp settles on a larger context for this quantization: plan at it
             s = replace(s, context=bigger)
-            final = _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+    full = kv_pairs != "none" or ladders
+    final = (
+        _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+        if full or s.context != first.settings.context
+        else first
+    )
     resolved = replace(resolved, context=s.context)
     summary = ""
     if fit is not None:
