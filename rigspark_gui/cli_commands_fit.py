@@ -66,7 +66,8 @@ def fit_settings(cmd: FitCommand, rig: Rig, devices: list[str], g: Geometry) -> 
         fit=cmd.fit,
         fit_target_mib=cmd.fit_target_mib,
         fit_ctx=cmd.fit_ctx,
-        context=cmd.context or 4096,
+        # a context the user gave; without one, fit's own steps choose every context
+        context=cmd.context or cmd.fit_ctx,
     )
     if s.is_auto("flash_attn"):
         on, _ = resolve_flash_attn_auto(rig, devices, s.kv_k, s.kv_v, g, s.gpu_backend)

@@ -171,10 +171,11 @@ def buffer_name(rig: Rig, devices: Sequence[str], device: str) -> str:
     or RPC0[address] for another host's device (ggml-rpc.cpp: RPC<remote index>[endpoint])."""
     host = rpc_cpu_host(device)
     i = gpu_index(device)
-    if host is not None or (i is not None and rig.gpus[i].host):
-        name = host if host is not None else rig.gpus[i].host  # type: ignore[index]
-        h = rig.host(name)
-        return f"RPC0[{h.address if h and h.address else name}]"
+    if host is None and i is not None and rig.gpus[i].host:
+        host = rig.gpus[i].host  # another host's GPU: an RPC device too
+    if host is not None:
+        h = rig.host(host)
+        return f"RPC0[{h.address if h and h.address else host}]"
     if i is None:
         return device
     gpu = rig.gpus[i]

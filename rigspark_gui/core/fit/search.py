@@ -173,21 +173,30 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
     n_ctx = n_ctx_max if n_ctx_auto else p.context
     initial_context = n_ctx
     margins = list(p.margins[:1] if nd == 0 else p.margins[:nd])
-    state: dict[str, object] = {"ctx": n_ctx}
+    # the context as fit leaves it in cparams (changed by step 2 on the way)
+    state = [n_ctx]
 
     full = measure(Probe(n_ctx))
     projected_final: list[int] = []
 
-    def result(status: str, reason: str, **kw: object) -> FitDecision:
+    def result(
+        status: str,
+        reason: str,
+        *,
+        ngl: int | None = None,
+        split: tuple[int, ...] = (),
+        overrides: tuple[Override, ...] = (),
+        layers: tuple[DeviceLayers, ...] = (),
+    ) -> FitDecision:
         return FitDecision(
             status=status,
             reason=reason,
-            context=int(state["ctx"]),  # type: ignore[call-overload]
+            context=state[0],
             initial_context=initial_context,
-            ngl=kw.get("ngl"),  # type: ignore[arg-type]
-            split=kw.get("split", ()),  # type: ignore[arg-type]
-            overrides=kw.get("overrides", ()),  # type: ignore[arg-type]
-            layers=kw.get("layers", ()),  # type: ignore[arg-type]
+            ngl=ngl,
+            split=split,
+            overrides=overrides,
+            layers=layers,
             projected=tuple(projected_final),
             log=tuple(log),
         )
@@ -236,7 +245,7 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
                     ngl_u32 = ngl_user & UINT32_MAX
                     per_layer = _div(sum_projected_model, min(ngl_u32, p.n_layer))
                     sum_used_target -= _div((nd + 1) * per_layer, 2 if p.n_expert == 0 else 6)
-                state["ctx"] = n_ctx_min_total
+                state[0] = n_ctx_min_total
                 low = measure(Probe(n_ctx_min_total))
                 used_min = low.host.total if nd == 0 else sum(u.total for u in low.devices)
                 if sum_used_target > used_min:
@@ -247,7 +256,7 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
                     ctx = (n_ctx_min_total + step) & UINT32_MAX
                     align = 256 * p.streams
                     ctx = max(ctx - ctx % align, n_ctx_min_total)
-                    state["ctx"] = ctx
+                    state[0] = ctx
                     reduced = True
                     log.append(f"context size reduced from {n_ctx_max} to {ctx}")
                     if nd <= 1:
@@ -286,7 +295,7 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
     if p.user_overrides:
         return give_up("model_params::tensor_buft_overrides already set by user, abort")
 
-    ctx = int(state["ctx"])  # type: ignore[call-overload]
+    ctx = state[0]
     hp_ngl = p.n_layer
     moe = p.n_expert > 0
     overflow_next = [False] * nd

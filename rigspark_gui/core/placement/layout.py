@@ -493,9 +493,9 @@ def _loads(
     for d in placement.devices:
         if d not in weights:
             continue
-        kind = {"cpu": d == CPU, "rpc_cpu": rpc_cpu_host(d) is not None}
-        copies_d = 1 if d == CPU else copies
-        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d, copies=copies_d, **kind)
+        cpu, rpc = d == CPU, rpc_cpu_host(d) is not None
+        n = 1 if cpu else copies
+        compute = device_compute_bytes(g, s, layers_on[d], output_dev == d, cpu, n, rpc_cpu=rpc)
         if d == CPU and any_gpu:
             compute = max(compute, host_compute_bytes(g, s, copies))
         if d == CPU:
