@@ -1,7 +1,8 @@
 """The plan choices the window remembers between runs: the model and every setting.
 
 They are kept under plan/ in the window's QSettings as text, '' for a serving knob left
-at the engine's default. Read back, each turns into its type again; a value that no
+at the engine's default, "auto" for a setting left to the engine (context, flash
+attention, parallel slots). Read back, each turns into its type again; a value that no
 longer reads as one is dropped, so that setting keeps its default.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
+from rigspark_gui.core.settings import ENGINE_DEFAULTS
 from rigspark_gui.ui.session import PlannerSession
 
 DEFAULT_MODEL = "llama-3.1-8b-instruct"
@@ -39,7 +41,7 @@ def save_choices(q: QSettings, session: PlannerSession) -> None:
     if session.spec is not None:
         q.setValue("plan/model", session.spec.id)
     for key in SETTING_KEYS:
-        value = getattr(s, key)
+        value = "auto" if s.is_auto(key) else getattr(s, key)
         q.setValue(f"plan/{key}", "" if value is None else str(value))
 
 
@@ -51,7 +53,9 @@ def saved_settings(q: QSettings) -> dict[str, object]:
         if raw is None:
             continue
         raw = str(raw)
-        if key in ("context", "parallel", "prompt_tokens"):
+        if raw == "auto" and key in ENGINE_DEFAULTS:
+            values[key] = "auto"  # left to the engine
+        elif key in ("context", "parallel", "prompt_tokens"):
             values[key] = int(raw) if raw.isdigit() else None
         elif key == "flash_attn":
             values[key] = raw.lower() == "true"

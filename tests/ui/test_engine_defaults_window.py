@@ -87,3 +87,22 @@ def test_the_layers_tab_starts_from_fits_placement(window) -> None:
     tab.fit_action.trigger()
     assert "As llama.cpp's fit places it" in tab.message.text()
     assert tab._document.placement is not None
+
+
+def test_settings_left_to_the_engine_are_remembered_as_such(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
+    rig = load_rig(RIG, load_gpu_database(data_file("gpus.json"), lenient=True))
+    path = str(tmp_path / "remember.ini")
+    w = MainWindow(rig=rig, detect_on_start=False,
+                   settings=QSettings(path, QSettings.Format.IniFormat))  # fmt: skip
+    qtbot.addWidget(w)
+    w.show()
+    w.session.set_model("llama-3.1-8b-instruct")
+    w.session.update_settings(parallel=2)  # pinned; context and flash attention stay auto
+    w.close()
+    again = MainWindow(rig=rig, detect_on_start=False,
+                       settings=QSettings(path, QSettings.Format.IniFormat))  # fmt: skip
+    qtbot.addWidget(again)
+    s = again.session.settings
+    assert s.is_auto("context") and s.is_auto("flash_attn")
+    assert not s.is_auto("parallel") and s.parallel == 2
