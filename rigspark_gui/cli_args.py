@@ -72,16 +72,7 @@ def _positive_or_auto(text: str) -> int | str:
 
 def _mib_list(text: str) -> tuple[int, ...]:
     """-fitt: MiB, or one per device separated by commas."""
-    out = []
-    for part in text.replace("/", ",").split(","):
-        try:
-            n = int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number of MiB: {part!r}") from None
-        if n < 0:
-            raise argparse.ArgumentTypeError(f"a margin cannot be negative, got {n}")
-        out.append(n)
-    return tuple(out)
+    return tuple(_non_negative(part) for part in text.replace("/", ",").split(","))
 
 
 def _positive(text: str) -> int:

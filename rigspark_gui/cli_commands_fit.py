@@ -50,11 +50,12 @@ def fit_settings(cmd: FitCommand, rig: Rig, devices: list[str], g: Geometry) -> 
     from dataclasses import replace
 
     from rigspark_gui.core.flash_attn import resolve_flash_attn_auto
+    from rigspark_gui.core.plan import LLAMA_SERVER_SLOTS
     from rigspark_gui.core.settings import make_settings
 
     parallel, unified = cmd.parallel, cmd.kv_unified
     if parallel < 0:  # llama-server's auto slots
-        parallel, unified = 4, True
+        parallel, unified = LLAMA_SERVER_SLOTS, True
     s = make_settings(
         kv_k=cmd.kv_k,
         kv_v=cmd.kv_v,

@@ -85,33 +85,20 @@ def compare_fit(log: FitLog, outcome: FitOutcome) -> tuple[FitRow, ...]:
     the MiB it projects there (agreeing within 1 MiB: llama.cpp floors to MiB). A figure
     the log does not show gets no row."""
     rows: list[FitRow] = []
+
+    def same(what: str, logged: object, predicted: object) -> None:
+        rows.append(
+            FitRow(
+                what=what, logged=str(logged), predicted=str(predicted), agrees=logged == predicted
+            )
+        )
+
     if log.status is not None:
-        rows.append(
-            FitRow(
-                what="status",
-                logged=log.status.value,
-                predicted=outcome.status.value,
-                agrees=log.status is outcome.status,
-            )
-        )
+        same("status", log.status.value, outcome.status.value)
     if log.initial_context is not None and outcome.initial_context > 0:
-        rows.append(
-            FitRow(
-                what="initial context",
-                logged=str(log.initial_context),
-                predicted=str(outcome.initial_context),
-                agrees=log.initial_context == outcome.initial_context,
-            )
-        )
+        same("initial context", log.initial_context, outcome.initial_context)
     if log.context is not None:
-        rows.append(
-            FitRow(
-                what="context",
-                logged=str(log.context),
-                predicted=str(outcome.context),
-                agrees=log.context == outcome.context,
-            )
-        )
+        same("context", log.context, outcome.context)
     unchanged = log.status is not FitStatus.FITTED
     pairs = _paired(log, outcome)
     for name, d, o in pairs:

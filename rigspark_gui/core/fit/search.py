@@ -235,7 +235,6 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
 
     # step 2: reduce the context
     global_surplus = sum_projected_free - sum(margins)
-    reduced = False
     if global_surplus < 0:
         if n_ctx_auto:
             if n_ctx_max > n_ctx_min_total:
@@ -257,7 +256,6 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
                     align = 256 * p.streams
                     ctx = max(ctx - ctx % align, n_ctx_min_total)
                     state[0] = ctx
-                    reduced = True
                     log.append(f"context size reduced from {n_ctx_max} to {ctx}")
                     if nd <= 1:
                         final = measure(Probe(ctx))
@@ -349,7 +347,7 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
                 ngl, mem = high, mem_high
 
     if not moe or surplus_cpu_moe <= 0:
-        return _finish(result, ngl, overflow_next, hp_ngl, mem, projected_final, reduced)
+        return _finish(result, ngl, overflow_next, hp_ngl, mem, projected_final)
 
     # step 4: MoE with every dense part placed: turn dense-only layers full, front to back
     id_dense_start = nd
@@ -431,7 +429,7 @@ def common_fit(p: FitProblem, measure: Measure) -> FitDecision:
                     ngl, overflow_next, mem, id_dense_start = test, nxt, mem_test, start_test
         id_ += 1
 
-    return _finish(result, ngl, overflow_next, hp_ngl, mem, projected_final, reduced)
+    return _finish(result, ngl, overflow_next, hp_ngl, mem, projected_final)
 
 
 def _finish(
@@ -441,7 +439,6 @@ def _finish(
     hp_ngl: int,
     mem: Sequence[int],
     projected_final: list[int],
-    reduced: bool,
 ) -> FitDecision:
     projected_final.extend(mem)
     nd = len(ngl)

@@ -3,7 +3,12 @@ rig, and the smallest changes that buy a better plan.
 
 The public face of planning; other packages import from here only."""
 
-from rigspark_gui.core.plan.defaults import DeviceFlash, Resolved, resolve_defaults
+from rigspark_gui.core.plan.defaults import (
+    LLAMA_SERVER_SLOTS,
+    DeviceFlash,
+    Resolved,
+    resolve_defaults,
+)
 from rigspark_gui.core.plan.engine_run import SAME_AS_FIT, engine_fit, fit_sentence
 from rigspark_gui.core.plan.expert_offload import auto_placement
 from rigspark_gui.core.plan.paths import (
@@ -33,6 +38,7 @@ from rigspark_gui.core.plan.suggestions import (
 
 __all__ = [
     "COMMON_KV_PAIRS",
+    "LLAMA_SERVER_SLOTS",
     "PLAN_SCHEMA_VERSION",
     "SAME_AS_FIT",
     "DeviceFlash",

@@ -5,9 +5,12 @@ with RigSpark's own plan, in one sentence."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from rigspark_gui.core.fit import FitOutcome, FitStatus, UserFlags, fit_devices, llama_fit
 from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.plan.path_fit import max_context
+from rigspark_gui.core.plan.paths import PathName, model_paths
 from rigspark_gui.core.rig import Rig, gpu_index
 from rigspark_gui.core.settings import Backend, PlanSettings
 
@@ -55,6 +58,23 @@ def settled_context(fit: FitOutcome | None, s: PlanSettings, room: Callable[[], 
         return None
     bigger = min(fit.context, room())
     return bigger if bigger > s.context else None
+
+
+def settle(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, quant: str, path: PathName, chosen: bool
+) -> tuple[FitOutcome | None, int | None]:
+    """Fit's outcome for the quantization chosen on `path`, and the larger context an
+    auto-context llama.cpp plan moves to (None: it stays), as far as RigSpark's own fit
+    rule allows there. `chosen`: a path was recommended (else nothing moves)."""
+    fit = engine_fit(spec, rig, s, quant, multi_host=path is PathName.MULTI_HOST)
+    if not chosen:
+        return fit, None
+
+    def room() -> int:
+        cand = next(c for c in model_paths(spec, rig, s.backend) if c.name is path)
+        return max_context(spec, rig, replace(s, quant=quant), cand, quant)
+
+    return fit, settled_context(fit, s, room)
 
 
 def fit_sentence(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from rigspark_gui.core.memory import WeightsLayout, repack_for
+from rigspark_gui.core.memory import WeightsLayout, repack_for, weights_layout
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
@@ -31,7 +31,7 @@ from rigspark_gui.core.plan.paths import (
     PathName,
 )
 from rigspark_gui.core.rig import Rig
-from rigspark_gui.core.settings import PlanSettings
+from rigspark_gui.core.settings import KV_PAD, PlanSettings
 
 Ranges = list[tuple[str, int, int]]
 
@@ -177,3 +177,28 @@ def placement_from_ranges(
     p = uniform_placement(spec.geometry, rig, s, CPU)
     units = tuple(u if u.index < 0 else replace(u, device=slots[u.index]) for u in p.units)
     return with_cpu_moe(replace(p, units=units), spec.geometry, cpu_experts)
+
+
+def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:
+    """Largest context (a multiple of 256, up to the trained context) that fits."""
+    g = spec.geometry
+    layout = weights_layout(spec, quant)
+    repack = repack_for(spec, quant, rig.cpu.features)
+
+    def fits(units: int) -> bool:
+        ev = FitEvaluator(g, layout, rig, replace(s, context=units * KV_PAD), repack)
+        return measure_path(path_slots(ev, cand)[3], cand).fits
+
+    top = g.context_length // KV_PAD
+    if top == 0:
+        return 0
+    if fits(top):
+        return top * KV_PAD
+    lo, hi = 0, top - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * KV_PAD

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidSettingsError
-from rigspark_gui.core.model import QuantQuality
+from rigspark_gui.core.model import ModelSpec, QuantQuality
 from rigspark_gui.core.placement import TIGHT_SHARE
 from rigspark_gui.core.rig import Gpu, Rig, Vendor, rpc_cpu_device
 from rigspark_gui.core.serving import ServingPlan
@@ -271,3 +271,13 @@ def rpc_order(rig: Rig, remote: Sequence[int]) -> list[int | str]:
 
 GPU_ONLY = (PathName.UNIFIED, PathName.GPU, PathName.MULTI_GPU, PathName.MULTI_HOST)
 SPLIT_PATHS = (PathName.MULTI_GPU, PathName.MULTI_HOST)
+
+
+def cpu_only_model(spec: ModelSpec) -> bool:
+    """Every quantization of the model runs only on the CPU."""
+    return bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(spec.cpu_only_quants)
+
+
+def model_paths(spec: ModelSpec, rig: Rig, backend: Backend) -> list[PathCandidate]:
+    """The paths an engine runs this model on (CPU paths alone for a CPU-only model)."""
+    return engine_paths(candidate_paths(rig, cpu_only_model(spec)), rig, backend)

@@ -17,25 +17,23 @@ from rigspark_gui.core.launch import (
     rpc_launch,
     serving_launch,
 )
-from rigspark_gui.core.memory import repack_for, weights_layout
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, require_quant
-from rigspark_gui.core.placement import DeviceLoad, FitContext, FitEvaluator, Placement
+from rigspark_gui.core.placement import DeviceLoad, FitContext, Placement
 from rigspark_gui.core.plan.defaults import Resolved, resolve_defaults
-from rigspark_gui.core.plan.engine_run import engine_fit, fit_sentence, settled_context
-from rigspark_gui.core.plan.path_fit import measure_path, path_slots
+from rigspark_gui.core.plan.engine_run import fit_sentence, settle
+from rigspark_gui.core.plan.path_fit import max_context
 from rigspark_gui.core.plan.path_plans import choose_recommended, plan_path, recommended_placement
 from rigspark_gui.core.plan.paths import (
     PLAN_SCHEMA_VERSION,
-    PathCandidate,
     PathName,
     PathPlan,
     candidate_paths,
-    engine_paths,
+    model_paths,
 )
 from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import ServingPlan, kv_bytes_per_token
-from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
+from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 
 LLAMA_KV_TYPES = tuple(k for k in KvCacheType if k.llama_cpp)
@@ -168,16 +166,10 @@ def plan(
     first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
     shown = next((p for p in first.paths if p.path is first.recommended), None) or first.paths[0]
     quant = shown.quant or spec.available_quants[-1]
-    multi = shown.path is PathName.MULTI_HOST
-    fit = engine_fit(spec, rig, s, quant, multi_host=multi)
-    if first.recommended is not None:
-        cand = next(c for c in _candidates(spec, rig, s) if c.name is shown.path)
-        bigger = settled_context(
-            fit, s, lambda: max_context(spec, rig, replace(s, quant=quant), cand, quant)
-        )
-        if bigger is not None:
-            # llama.cpp settles on a larger context for this quantization: plan at it
-            s = replace(s, context=bigger)
+    fit, bigger = settle(spec, rig, s, quant, shown.path, first.recommended is not None)
+    if bigger is not None:
+        # llama.cpp settles on a larger context for this quantization: plan at it
+        s = replace(s, context=bigger)
     full = kv_pairs != "none" or ladders
     final = (
         _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
@@ -209,13 +201,6 @@ def ollama_processor(p: Plan) -> str:
     return ollama_ps_processor(cpu, gpu, all_layers_on_gpu=all_on)
 
 
-def _candidates(spec: ModelSpec, rig: Rig, s: PlanSettings) -> list[PathCandidate]:
-    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
-        spec.cpu_only_quants
-    )
-    return engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
-
-
 def _plan_resolved(
     spec: ModelSpec,
     rig: Rig,
@@ -226,11 +211,8 @@ def _plan_resolved(
     kv_kld: Mapping[str, float] | None,
 ) -> Plan:
     """plan() for settings whose engine defaults are resolved."""
-    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
-        spec.cpu_only_quants
-    )
     ctx = FitContext(spec.geometry, rig, s)
-    cands = engine_paths(candidate_paths(rig, cpu_only), rig, s.backend)
+    cands = model_paths(spec, rig, s.backend)
     results = [plan_path(spec, rig, s, speed, c, ctx, full_ladder=ladders) for c in cands]
     paths = tuple(r[0] for r in results)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
@@ -336,31 +318,6 @@ def _serving_plan(
         if shown.serving is not None
         else None,
     )
-
-
-def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate, quant: str) -> int:
-    """Largest context (a multiple of 256, up to the trained context) that fits."""
-    g = spec.geometry
-    layout = weights_layout(spec, quant)
-    repack = repack_for(spec, quant, rig.cpu.features)
-
-    def fits(units: int) -> bool:
-        ev = FitEvaluator(g, layout, rig, replace(s, context=units * KV_PAD), repack)
-        return measure_path(path_slots(ev, cand)[3], cand).fits
-
-    top = g.context_length // KV_PAD
-    if top == 0:
-        return 0
-    if fits(top):
-        return top * KV_PAD
-    lo, hi = 0, top - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo * KV_PAD
 
 
 def kv_quant(

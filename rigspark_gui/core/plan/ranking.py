@@ -12,16 +12,16 @@ from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import FitContext
 from rigspark_gui.core.plan.defaults import resolve_defaults
-from rigspark_gui.core.plan.engine_run import engine_fit, settled_context
+from rigspark_gui.core.plan.engine_run import settle
 from rigspark_gui.core.plan.path_plans import choose_recommended
 from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
     PathCandidate,
     PathName,
     candidate_paths,
+    cpu_only_model,
     engine_paths,
 )
-from rigspark_gui.core.plan.planner import max_context
 from rigspark_gui.core.plan.quant_search import PathSearch, meets, quants_to_try, search_path
 from rigspark_gui.core.plan.serving_paths import serving_paths
 from rigspark_gui.core.rig import Rig
@@ -106,16 +106,7 @@ def rank_model(
     row = _rank_resolved(spec, rig, s, speed, cands)
     if row.path is None or row.quant is None:
         return row
-    quant, path = row.quant, row.path
-    multi = path is PathName.MULTI_HOST
-    fit = engine_fit(spec, rig, s, quant, multi_host=multi)
-
-    def room() -> int:
-        paths = engine_paths(candidate_paths(rig, False), rig, s.backend)
-        cand = next(c for c in paths if c.name is path)
-        return max_context(spec, rig, replace(s, quant=quant), cand, quant)
-
-    bigger = settled_context(fit, s, room)
+    _, bigger = settle(spec, rig, s, row.quant, row.path, True)
     if bigger is None:
         return row
     return _rank_resolved(spec, rig, replace(s, context=bigger), speed, cands)
@@ -140,9 +131,7 @@ def _rank_resolved(
     }
     if s.backend.serving:
         return _rank_serving(spec, rig, settings, speed, base, ctx != s.context)
-    cpu_only = bool(spec.cpu_only_quants) and set(spec.available_quants) <= set(
-        spec.cpu_only_quants
-    )
+    cpu_only = cpu_only_model(spec)
     try:
         # the engine may run no path for this model here (vLLM and a CPU-only model)
         paths = (
