@@ -15,7 +15,7 @@ from rigspark_gui.cli_speed import speed_model
 from rigspark_gui.core.placement import unified_pool
 from rigspark_gui.core.placement.layout import device_capacity, device_name, rig_devices
 from rigspark_gui.core.plan.path_plans import recommended_placement
-from rigspark_gui.core.plan.paths import PathName, candidate_paths
+from rigspark_gui.core.plan.paths import PathName, candidate_paths, model_paths
 from rigspark_gui.core.plan.planner import plan
 from rigspark_gui.core.rig import GIB, Cpu, Host, Rig
 from rigspark_gui.core.settings import make_settings
@@ -171,8 +171,12 @@ def test_a_gpu_box_and_two_cpu_boxes_plan_a_70b_over_rpc() -> None:
     assert "--rpc 10.0.1.1:50052,10.0.1.2:50052" in head.text
     assert head.text.startswith("CUDA_VISIBLE_DEVICES=0 llama-server")
     # the layers, KV and compute sit on the CPU boxes as on a GPU under RPC
-    _, loads = recommended_placement(load_entry("llama-3.3-70b-instruct").to_spec(), rig,
-                                     make_settings(quant="Q4_K_M", context=8192), mh)  # fmt: skip
+    spec, s = (
+        load_entry("llama-3.3-70b-instruct").to_spec(),
+        make_settings(quant="Q4_K_M", context=8192),
+    )
+    cand = next(c for c in model_paths(spec, rig, s.backend) if c.name is PathName.MULTI_HOST)
+    _, loads = recommended_placement(spec, rig, s, mh, cand)
     by = {x.device: x for x in loads}
     for box in ("rpc-cpu:cpu1", "rpc-cpu:cpu2"):
         assert by[box].units and by[box].kv_bytes > 0 and by[box].compute_bytes > 0

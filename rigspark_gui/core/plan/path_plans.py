@@ -136,15 +136,16 @@ def choose_recommended(paths: Sequence[C], spec: ModelSpec, min_tok_s: float = 0
 
 
 def recommended_placement(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, path: PathPlan
+    spec: ModelSpec, rig: Rig, s: PlanSettings, path: PathPlan, cand: PathCandidate
 ) -> tuple[Placement, tuple[DeviceLoad, ...]]:
+    """The placement the path was measured with: its -ngl and --tensor-split over the
+    candidate's devices (the split counts every one of them, idle ones included)."""
     layout = weights_layout(spec, path.quant or spec.available_quants[-1])
     if path.path is PathName.CPU:
         placement = uniform_placement(spec.geometry, rig, s, CPU)
     else:
-        ids = [d for d in path.devices if d != CPU]
         placement = auto_place(
-            spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=ids
+            spec.geometry, rig, s, ngl=path.ngl, tensor_split=path.tensor_split, gpu_ids=cand.order
         )
         if path.n_cpu_moe:
             placement = with_cpu_moe(placement, spec.geometry, path.n_cpu_moe)

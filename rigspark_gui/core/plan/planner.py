@@ -217,7 +217,8 @@ def _plan_resolved(
     paths = tuple(r[0] for r in results)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]
-    placement, loads = recommended_placement(spec, rig, s, shown)
+    cand = next(c for c in cands if c.name is shown.path)
+    placement, loads = recommended_placement(spec, rig, s, shown, cand)
     notes: list[str] = list(rig.notes)
     g = spec.geometry
     if s.context > g.context_length:
