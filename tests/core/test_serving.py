@@ -358,3 +358,32 @@ def test_a_rig_of_several_hosts_saves_and_opens_as_it_was(tmp_path) -> None:  # 
     assert rig.link.label == "10 GbE" and rig.address == "192.168.1.10"
     save_rig(rig, tmp_path / "rig.json")
     assert load_rig(tmp_path / "rig.json", DB) == rig
+
+
+def test_nvlink_sharp_buffers_only_for_groups_over_two_gpus() -> None:
+    """NCCL sets up NVLink SHARP (NVLS) buffers only when a communicator spans more than
+    two GPUs (src/transport/nvls.cc, ncclNvlsInit): TP 2 on NVLink-switched H100s grows
+    by the PCIe figure (0.55 GiB logged, llm-d-benchmark), TP 4 by ~2 GiB (vllm#21429)."""
+    h100 = card("H100 SXM", nvlink=True, compute_capability="9.0")
+    s = make_settings(backend="vllm", context=16000)
+    g = load_entry("qwen3-32b").geometry
+    two = size_serving(g, rig_of(h100, h100), s, [0, 1], 2, 1, "BF16", None)
+    four = size_serving(g, rig_of(h100, h100, h100, h100), s, [0, 1, 2, 3], 4, 1, "BF16", None)
+    assert two.non_torch_bytes < 0.5 * GIB
+    assert four.non_torch_bytes > 1.5 * GIB
+
+
+def test_mxfp4_on_hopper_notes_the_triton_layout() -> None:
+    """Marlin's padded MXFP4 layout is planned; on Hopper the note gives what vLLM's
+    Triton backend loads instead: 64.38 GiB logged for gpt-oss-120b on one H100
+    (llm-d-benchmark, vllm#33155), 13.47 for gpt-oss-20b."""
+    from rigspark_gui.core.serving.checkpoint import mxfp4_triton_saving
+
+    h100 = card("H100 SXM", compute_capability="9.0")
+    s = make_settings(backend="vllm", context=16000, memory_utilization=0.95)
+    for model_id, logged in (("gpt-oss-120b", 64.38), ("gpt-oss-20b", 13.47)):
+        g = load_entry(model_id).geometry
+        sp = size_serving(g, rig_of(h100), s, [0], 1, 1, "MXFP4", None)
+        triton = (sp.weights_bytes - mxfp4_triton_saving(g, 1)) / GIB
+        assert triton == pytest.approx(logged, rel=0.01)
+        assert any("Triton backend on Hopper" in n for n in sp.notes)

@@ -12,6 +12,7 @@ from rigspark_gui.core.serving.budget import (
     engine_defaults,
     kv_bytes_per_token,
     sglang_pool,
+    vllm_hybrid_pool,
     vllm_pool,
 )
 from rigspark_gui.core.serving.checkpoint import (
@@ -43,5 +44,6 @@ __all__ = [
     "sglang_pool",
     "size_serving",
     "tp_fits_heads",
+    "vllm_hybrid_pool",
     "vllm_pool",
 ]

@@ -114,11 +114,14 @@ def non_torch_bytes(tp: int, pp: int, nvswitch: bool = False) -> int:
     """Memory vLLM sees grow outside torch during profiling: cuBLAS workspaces (0.07-0.35
     GiB on one GPU in vLLM's logs), plus NCCL's and the custom all-reduce's buffers when
     ranks talk: ~0.2 GiB over PCIe (vllm#14447, 4 GPUs), ~2 GiB on NVLink-switched
-    Hopper GPUs, where NCCL sets up NVLink SHARP buffers (vllm#21429, 4x H200)."""
+    Hopper GPUs, where NCCL sets up NVLink SHARP buffers (vllm#21429, 4x H200). NCCL
+    builds those only for a communicator of more than two GPUs (src/transport/nvls.cc,
+    ncclNvlsInit returns early when gpuCount <= 2), so a TP 2 group on the same
+    GPUs grows by the PCIe figure (0.55 GiB logged on 2x H100, llm-d-benchmark)."""
     base = 200 << 20
     if tp * pp == 1:
         return base
-    return base + ((1900 << 20) if nvswitch else (200 << 20))
+    return base + ((1900 << 20) if nvswitch and tp > 2 else (200 << 20))
 
 
 def cuda_graph_bytes(g: Geometry, tp: int, max_batch: int) -> int:

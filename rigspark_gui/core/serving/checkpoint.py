@@ -253,6 +253,27 @@ def mxfp4_expert_padding(g: Geometry, tp: int) -> float:
     return (_round_up(inter, 128) / inter) * (_round_up(g.n_embd, 256) / g.n_embd)
 
 
+def mxfp4_triton_saving(g: Geometry, tp: int) -> int:
+    """Bytes a rank's MXFP4 experts take less under vLLM's Triton backend than under
+    the Marlin layout planned. mxfp4.py picks Triton on Hopper when triton_kernels is
+    installed (vLLM's images): the intermediate size is padded to 64 only and the hidden
+    size not at all, but process_weights_after_loading keeps the checkpoint's scales
+    registered beside the swizzled copy it hands the kernel (1/32 byte an element
+    twice). gpt-oss-120b on one H100: 60.78 GiB unpadded + 3.41 of scales held twice =
+    64.19 GiB, against 64.38 logged (llm-d-benchmark; vllm#33155); Marlin's layout is 65.92."""
+    if not g.n_expert or not g.n_ff_expert:
+        return 0
+    fmt = FORMATS["MXFP4"]
+    inter = max(g.n_ff_expert // tp, 1)
+    triton_pad = _round_up(inter, 64) / inter
+    marlin_pad = mxfp4_expert_padding(g, tp)
+    saving = 0.0
+    for ex in _shape_of(g).layer_experts:
+        scales = fmt.per_group_bytes * ex.groups
+        saving += ex.bytes_as(fmt) * (marlin_pad - triton_pad) - scales
+    return int(saving / tp)
+
+
 def pp_partition(n_layer: int, pp: int) -> tuple[int, ...]:
     """Blocks per pipeline stage as vLLM splits them (vllm/distributed/utils.py
     get_pp_indices): even, the remainder going to the stages before the last."""

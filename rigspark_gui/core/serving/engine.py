@@ -24,6 +24,7 @@ from rigspark_gui.core.serving.budget import (
     vllm_pool,
 )
 from rigspark_gui.core.serving.checkpoint import (
+    mxfp4_triton_saving,
     pp_partition,
     rank_weights,
     stage_weights,
@@ -239,6 +240,14 @@ def size_serving(
                 f"estimate (~{_gib(graph)} a GPU) inside the claim: about {fewer:,} tokens "
                 "less pool"
             )
+    hopper = all(compute_at_least(x, 9, 0) and not compute_at_least(x, 10, 0) for x in gpus)
+    if engine is Backend.VLLM and fmt == "MXFP4" and hopper:
+        saved = mxfp4_triton_saving(g, tp) // pp
+        notes.append(
+            f"MXFP4 experts are planned in Marlin's padded layout; vLLM with triton_kernels "
+            f"(its Docker images) takes the Triton backend on Hopper and loads ~{_gib(saved)} "
+            "less a GPU, which goes to the KV pool"
+        )
     if offload:
         notes.append(
             f"--cpu-offload-gb {s.cpu_offload_gb:g}: {_gib(offload)} of each GPU's weights "
