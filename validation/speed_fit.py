@@ -34,6 +34,7 @@ from rigspark_gui.core.speed import (
     quant_family,
 )
 from rigspark_gui.core.speed.devices import NATIVE_BACKEND, class_of, geforce_accumulate_factor
+from rigspark_gui.core.speed.model import ISA_FALLBACK
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF_PATH = ROOT / "data" / "perf.json"
@@ -188,7 +189,7 @@ class Row:
     isa: CpuIsa
     bandwidth_gbps: float
     flops: float | None  # dense FP16 FLOP/s (GPU) or None
-    cores: int | None
+    cores: int | None  # CPU: threads that compute (at most the physical cores)
     n_devices: int
     n_layer: int
     attn_flops: float  # prefill: QK and PV products of the prompt over its context
@@ -198,6 +199,10 @@ class Row:
     active_params: float
     moe: bool
     notes: list[str] = field(default_factory=list)
+    threads: int | None = None  # CPU: threads the run used (hyperthreads included)
+    old_build: bool = False  # CPU: a llama.cpp build before the repacked kernels (Nov 2024)
+    measured_bw: bool = False  # CPU: bandwidth_gbps is a measured read stream, not a spec
+    vcpu: bool = False  # CPU: a virtual machine's vCPUs (threads of a host, maybe siblings)
 
 
 def load_gpu_db(path: Path = GPUS_PATH) -> dict[str, dict[str, Any]]:
@@ -281,12 +286,17 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
             return "CPU row without a memory bandwidth figure"
         feats = str(raw.get("isa") or "").lower()
         isa = CpuIsa(feats) if feats in CpuIsa.__members__.values() else CpuIsa.OTHER
-        cores = raw.get("threads") or raw.get("cpu_cores")
+        threads = raw.get("threads") or raw.get("cpu_cores")
+        # hyperthreads share a core's vector units and its line-fill buffers: compute and
+        # the per-core memory stream count physical cores only (llama.cpp's default -t)
+        cores = min(threads, raw["cpu_cores"]) if threads and raw.get("cpu_cores") else threads
         return Row(
             raw, _norm(str(raw["device"])), kind, tokens, float(raw["tok_s"]), True,
             DeviceClass.CPU, "cpu", None, family, isa, float(bw), None,
             int(cores) if cores else None, 1, arch.n_layer, attn, weights, kv, elements,
-            active, moe,
+            active, moe, threads=int(threads) if threads else None,
+            old_build=old_cpu_build(raw), measured_bw=raw.get("bandwidth_basis") == "measured",
+            vcpu=bool(raw.get("vcpu")),
         )  # fmt: skip
     spec = gpus.get(_norm(str(raw["device"])))
     if spec is None:
@@ -313,6 +323,33 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
     )  # fmt: skip
 
 
+def old_cpu_build(raw: dict[str, Any]) -> bool:
+    """A build before llama.cpp's CPU kernels took their current shape: the run-time
+    repacking of Q4_0/IQ4_NL (ggml-org/llama.cpp#9921, build 4093, Nov 2024) and, with
+    it, the threadpool and the AVX2/AVX-512 K-quant dot products of late 2024. Such rows
+    get a fitted era factor of their own; the engine plans for current builds."""
+    m = re.search(r"\((\d{3,5})\)", str(raw.get("build") or ""))
+    if m:
+        return int(m.group(1)) < 4093
+    date = str(raw.get("date") or "")
+    return bool(date) and date < "2024-11"
+
+
+def cpu_key(p: dict[str, float] | set[str], prefix: str, isa: CpuIsa) -> str | None:
+    """The parameter name of a per-ISA figure, falling back along ISA_FALLBACK."""
+    at: CpuIsa | None = isa
+    while at is not None:
+        name = f"{prefix}[{at.value}]"
+        if name in p:
+            return name
+        at = ISA_FALLBACK.get(at)
+    return None
+
+
+def isa_family(r: Row) -> str:
+    return f"{r.isa.value}:{r.family.value}"
+
+
 # ---- the model over all rows at once ------------------------------------------------
 
 # Starting points and priors (log-space ridge keeps unidentified parameters here).
@@ -323,10 +360,15 @@ CPU_LAYER_SECONDS = 2e-5
 
 _PRIOR: dict[str, float] = {
     "eff": 0.7, "bf": 1.0, "qf": 0.9, "qb": 1.0, "ls": 2e-5, "hop": 2e-4,
-    "cpu_eff": 0.8, "cpu_core_bw": 1.5e10, "cpu_rate": 4e9, "cpu_qf": 1.0,
-    "pp_eff": 0.4, "pp_qf": 0.8, "cpu_flops": 5e10,
+    "cpu_eff": 0.8, "cpu_eff_meas": 0.95, "cpu_core_bw": 1.5e10, "cpu_rate": 4e9,
+    "cpu_qf": 1.0, "cpu_qfi": 1.0, "cpu_era": 1.0, "cpu_vcpu": 1.0, "cpu_pp_vcpu": 1.0,
+    "pp_eff": 0.4, "pp_qf": 0.8, "cpu_flops": 5e10, "cpu_pp_era": 1.0, "cpu_ppqf": 0.8,
 }  # fmt: skip
 _RIDGE = 0.05
+# A share of RAM bandwidth is a property of the memory system, not of a benchmark: held
+# near its prior unless many rows disagree (a free fit on the few memory-bound CPU rows
+# let it pass 1.0 and turned every CPU row compute-bound).
+_RIDGE_OF = {"cpu_eff": 1.0, "cpu_eff_meas": 1.0}
 
 
 def _decode_names(rows: Sequence[Row]) -> list[str]:
@@ -336,12 +378,16 @@ def _decode_names(rows: Sequence[Row]) -> list[str]:
             continue
         if r.is_cpu:
             names += [
-                "cpu_eff",
+                "cpu_eff_meas" if r.measured_bw else "cpu_eff",
                 f"cpu_core_bw[{r.isa.value}]",
                 f"cpu_rate[{r.isa.value}]",
             ]
             if r.family is not QuantFamily.FLOAT:
-                names.append(f"cpu_qf[{r.family.value}]")
+                names += [f"cpu_qf[{r.family.value}]", f"cpu_qfi[{isa_family(r)}]"]
+            if r.old_build:
+                names.append("cpu_era")
+            if r.vcpu:
+                names.append("cpu_vcpu")
         else:
             names += [f"eff[{r.cls.value}]", f"ls[{r.backend}]"]
             if r.backend_factor_key:
@@ -360,10 +406,14 @@ def _prefill_names(rows: Sequence[Row]) -> list[str]:
             continue
         if r.is_cpu:
             names.append(f"cpu_flops[{r.isa.value}]")
+            if r.old_build:
+                names.append("cpu_pp_era")
+            if r.vcpu:
+                names.append("cpu_pp_vcpu")
         else:
             names.append(f"pp_eff[{r.cls.value}]")
         if r.family is not QuantFamily.FLOAT:
-            names.append(f"pp_qf[{r.family.value}]")
+            names.append(f"cpu_ppqf[{isa_family(r)}]" if r.is_cpu else f"pp_qf[{r.family.value}]")
     return list(dict.fromkeys(names))
 
 
@@ -375,15 +425,20 @@ def predict_decode(p: dict[str, float], r: Row) -> float:
     """Tokens per second of a decode row (the engine's formula, DESIGN §4)."""
     read = r.weight_read_bytes + r.kv_read_bytes
     if r.is_cpu:
-        bw = r.bandwidth_gbps * 1e9 * p["cpu_eff"]
-        core_bw = p.get(f"cpu_core_bw[{r.isa.value}]")
-        if r.cores and core_bw:
-            bw = min(bw, r.cores * core_bw)
+        eff = p.get("cpu_eff_meas") if r.measured_bw else None
+        bw = r.bandwidth_gbps * 1e9 * (eff or p["cpu_eff"])
+        bw_key = cpu_key(p, "cpu_core_bw", r.isa)
+        per_core = _get(p, "cpu_vcpu", 1.0) if r.vcpu else 1.0
+        if r.cores and bw_key:
+            bw = min(bw, r.cores * p[bw_key] * per_core)
         t = read / bw
-        rate = p.get(f"cpu_rate[{r.isa.value}]")
-        if rate and r.cores:
+        rate_key = cpu_key(p, "cpu_rate", r.isa)
+        if rate_key and r.cores:
             qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"cpu_qf[{r.family.value}]", 1.0)
-            t = max(t, r.elements / (r.cores * rate * qf))
+            qf *= _cpu_isa_adjust(p, r)
+            if r.old_build:
+                qf *= _get(p, "cpu_era", 1.0)
+            t = max(t, r.elements / (r.cores * p[rate_key] * qf * per_core))
         t += r.n_layer * CPU_LAYER_SECONDS
         return 1.0 / t
     eff = p[f"eff[{r.cls.value}]"]
@@ -398,13 +453,41 @@ def predict_decode(p: dict[str, float], r: Row) -> float:
     return 1.0 / t
 
 
+def _cpu_isa_adjust(p: dict[str, float], r: Row) -> float:
+    at: CpuIsa | None = r.isa
+    while at is not None:
+        v = p.get(f"cpu_qfi[{at.value}:{r.family.value}]")
+        if v is not None:
+            return v
+        at = ISA_FALLBACK.get(at)
+    return 1.0
+
+
+def _cpu_pp_quant(p: dict[str, float], r: Row) -> float:
+    """A family's prompt-rate factor on the row's ISA (nearest fitted ISA's; the GPUs'
+    factor of the family where no CPU of the chain has one, as the engine does)."""
+    at: CpuIsa | None = r.isa
+    while at is not None:
+        v = p.get(f"cpu_ppqf[{at.value}:{r.family.value}]")
+        if v is not None:
+            return v
+        at = ISA_FALLBACK.get(at)
+    return _get(p, f"pp_qf[{r.family.value}]", 1.0)
+
+
 def predict_prefill(p: dict[str, float], d: dict[str, float], r: Row) -> float | None:
-    qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"pp_qf[{r.family.value}]", 1.0)
+    if r.family is QuantFamily.FLOAT:
+        qf = 1.0
+    elif r.is_cpu:
+        qf = _cpu_pp_quant(p, r)
+    else:
+        qf = _get(p, f"pp_qf[{r.family.value}]", 1.0)
     if r.is_cpu:
-        rate = p.get(f"cpu_flops[{r.isa.value}]")
-        if not rate or not r.cores:
+        key = cpu_key(p, "cpu_flops", r.isa)
+        if not key or not r.cores:
             return None
-        flops = rate * r.cores
+        flops = p[key] * r.cores * (_get(p, "cpu_pp_era", 1.0) if r.old_build else 1.0)
+        flops *= _get(p, "cpu_pp_vcpu", 1.0) if r.vcpu else 1.0
         ls = CPU_LAYER_SECONDS
     else:
         eff = p.get(f"pp_eff[{r.cls.value}]")
@@ -451,12 +534,19 @@ class _Design:
         self.i_qb = col(lambda r: fam(r) and f"qb[{r.backend}:{fam(r)}]")
         self.i_ls = col(lambda r: f"ls[{r.backend}]")
         self.i_hop = col(lambda r: "hop")
-        self.i_ceff = col(lambda r: "cpu_eff")
+        self.i_ceff = col(lambda r: "cpu_eff_meas" if r.measured_bw else "cpu_eff")
         self.i_cbw = col(lambda r: f"cpu_core_bw[{r.isa.value}]")
         self.i_rate = col(lambda r: f"cpu_rate[{r.isa.value}]")
         self.i_cqf = col(lambda r: fam(r) and f"cpu_qf[{fam(r)}]")
+        self.i_cqfi = col(lambda r: r.is_cpu and fam(r) and f"cpu_qfi[{isa_family(r)}]")
+        self.i_era = col(lambda r: r.is_cpu and r.old_build and "cpu_era")
+        self.i_ppera = col(lambda r: r.is_cpu and r.old_build and "cpu_pp_era")
+        self.i_vcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_vcpu")
+        self.i_ppvcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_pp_vcpu")
         self.i_ppeff = col(lambda r: f"pp_eff[{r.cls.value}]")
-        self.i_ppqf = col(lambda r: fam(r) and f"pp_qf[{fam(r)}]")
+        self.i_ppqf = col(
+            lambda r: fam(r) and (f"cpu_ppqf[{isa_family(r)}]" if r.is_cpu else f"pp_qf[{fam(r)}]")
+        )
         self.i_cflops = col(lambda r: f"cpu_flops[{r.isa.value}]")
         self.has_rate = self.i_rate < none
         self.has_cbw = (self.i_cbw < none) & (self.cores > 0)
@@ -470,9 +560,10 @@ class _Design:
         hop = np.where(self.i_hop < len(x), e(lx[self.i_hop]), _PRIOR["hop"])
         t_gpu = t_gpu + self.layers * ls + self.hops * hop
         bw = self.bw * e(lx[self.i_ceff])
-        bw = np.where(self.has_cbw, np.minimum(bw, self.cores * e(lx[self.i_cbw])), bw)
+        per_core = self.cores * e(lx[self.i_vcpu])
+        bw = np.where(self.has_cbw, np.minimum(bw, per_core * e(lx[self.i_cbw])), bw)
         t_cpu = self.read / bw
-        rate = self.cores * e(lx[self.i_rate] + lx[self.i_cqf])
+        rate = per_core * e(lx[self.i_rate] + lx[self.i_cqf] + lx[self.i_cqfi] + lx[self.i_era])
         t_comp = np.where(
             self.has_rate & (self.cores > 0), self.elements / np.maximum(rate, 1e-9), 0.0
         )
@@ -484,7 +575,7 @@ class _Design:
         e = np.exp
         flops = np.where(
             self.cpu,
-            self.cores * e(lx[self.i_cflops]),
+            self.cores * e(lx[self.i_cflops] + lx[self.i_ppera] + lx[self.i_ppvcpu]),
             self.flops * e(lx[self.i_ppeff]),
         ) * e(lx[self.i_ppqf])
         t = self.work / flops + self.ubatches * self.layers * ls_of
@@ -498,12 +589,13 @@ def _fit_design(
     light ridge toward the priors so a parameter few rows touch stays plausible."""
     x = np.log([_PRIOR[n.split("[")[0]] for n in names])
     prior = x.copy()
+    ridge = np.array([_RIDGE_OF.get(n.split("[")[0], _RIDGE) for n in names])
     meas = np.log([r.measured for r in rows])
     per_device = Counter(r.device_key for r in rows)
     weight = np.sqrt([1.0 / math.sqrt(per_device[r.device_key]) for r in rows])
 
     def residuals(v: np.ndarray) -> np.ndarray:
-        return np.concatenate([weight * (logpred(v) - meas), _RIDGE * (v - prior)])
+        return np.concatenate([weight * (logpred(v) - meas), ridge * (v - prior)])
 
     lam = 1e-2
     r0 = residuals(x)
@@ -586,7 +678,7 @@ def leave_one_device_out(rows: Sequence[Row]) -> list[Heldout]:
 def _covered(p: dict[str, float], r: Row) -> bool:
     """Whether the training rows calibrated what this row needs (class, backend)."""
     if r.is_cpu:
-        return "cpu_eff" in p
+        return ("cpu_eff" in p or "cpu_eff_meas" in p) and cpu_key(p, "cpu_rate", r.isa) is not None
     if f"eff[{r.cls.value}]" not in p:
         return False
     return r.backend_factor_key is None or f"bf[{r.backend_factor_key}]" in p
@@ -594,7 +686,7 @@ def _covered(p: dict[str, float], r: Row) -> bool:
 
 def _covered_pp(p: dict[str, float], r: Row) -> bool:
     if r.is_cpu:
-        return f"cpu_flops[{r.isa.value}]" in p
+        return cpu_key(p, "cpu_flops", r.isa) is not None
     return r.flops is not None and f"pp_eff[{r.cls.value}]" in p
 
 
@@ -710,6 +802,9 @@ def to_speed_model(
         cpu_core_bandwidth={CpuIsa(k): v for k, v in pick(decode, "cpu_core_bw").items()},
         cpu_core_rate={CpuIsa(k): v for k, v in pick(decode, "cpu_rate").items()},
         cpu_quant_factor=cqf,
+        cpu_isa_quant_factor=pick(decode, "cpu_qfi"),
+        cpu_measured_efficiency=decode.get("cpu_eff_meas"),
+        cpu_vcpu_factor=decode.get("cpu_vcpu"),
         band=band_of(gpu_tg),
         cpu_band=band_of(cpu_tg) if cpu_tg else band_of(gpu_tg),
     )
@@ -717,6 +812,8 @@ def to_speed_model(
         efficiency={DeviceClass(k): v for k, v in pick(prefill, "pp_eff").items()},
         quant_factor=pqf,
         cpu_core_flops={CpuIsa(k): v for k, v in pick(prefill, "cpu_flops").items()},
+        cpu_quant_factor=pick(prefill, "cpu_ppqf"),
+        cpu_vcpu_factor=prefill.get("cpu_pp_vcpu"),
         band=band_of(pp),
     )
     return SpeedModel(

@@ -36,6 +36,15 @@ class DecodeParams(Boundary):
     cpu_quant_factor: dict[QuantFamily, float] = Field(description="CPU dot rate vs F16")
     band: Band
     cpu_band: Band
+    cpu_isa_quant_factor: dict[str, float] = Field(
+        default_factory=dict, description='"isa:family" -> adjustment of cpu_quant_factor'
+    )
+    cpu_measured_efficiency: float | None = Field(
+        default=None, gt=0, le=1.5, description="share of a measured RAM bandwidth"
+    )
+    cpu_vcpu_factor: float | None = Field(
+        default=None, gt=0, description="a VM's vCPU against a physical core"
+    )
 
 
 class PrefillParams(Boundary):
@@ -44,6 +53,12 @@ class PrefillParams(Boundary):
     quant_factor: dict[QuantFamily, float]
     cpu_core_flops: dict[CpuIsa, float] = Field(description="FLOP/s per core, prompt matmuls")
     band: Band
+    cpu_quant_factor: dict[str, float] = Field(
+        default_factory=dict, description='"isa:family" -> CPU prompt-rate factor'
+    )
+    cpu_vcpu_factor: float | None = Field(
+        default=None, gt=0, description="a VM's vCPU prompt rate against a physical core's"
+    )
 
 
 class SpeedModelFile(Boundary):

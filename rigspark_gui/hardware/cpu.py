@@ -49,8 +49,10 @@ def _count(value: object, hi: int, what: str) -> int:
 def cpu_features(cpuinfo_path: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
     """The instruction sets llama.cpp's CPU backend repacks weights for (Linux flags line).
 
-    avx512 means AVX-512F; elsewhere (macOS, Windows, ARM) nothing is reported and the
-    planner counts no CPU_REPACK buffer."""
+    avx512 means AVX-512F; elsewhere (macOS, Windows) nothing is reported and the
+    planner counts no CPU_REPACK buffer. The speed model also reads the dot-product
+    extensions its per-ISA costs are fitted for: avx512_vnni (VNNI or BF16), amx (AMX-INT8)
+    and, on Arm (the "Features" line), sve; and hypervisor, a virtual machine's vCPUs."""
     try:
         text = cpuinfo_path.read_text(encoding="utf-8", errors="replace")[: 1 << 20]
     except OSError:
@@ -62,7 +64,15 @@ def cpu_features(cpuinfo_path: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
             found = [f for f in ("avx2",) if f in flags]
             if "avx512f" in flags:
                 found.append("avx512")
+                if flags & {"avx512_vnni", "avx512_bf16"}:
+                    found.append("avx512_vnni")
+            if "amx_int8" in flags:
+                found.append("amx")
+            if "hypervisor" in flags:
+                found.append("hypervisor")  # vCPUs: host threads, not physical cores
             return tuple(found)
+        if sep and key.strip() == "Features":
+            return ("sve",) if "sve" in value.split() else ()
     return ()
 
 

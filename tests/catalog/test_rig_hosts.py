@@ -222,13 +222,14 @@ def test_no_hosts_and_no_ram_is_still_a_missing_field() -> None:
 # ---------------------------------------------------------------- GPUs named with their vendor
 
 
-L20 = {"name": "NVIDIA L20", "memory_total_bytes": 48 * GIB}
+# a data-centre card the database does not list (the L20 it once stood for is listed now)
+L20 = {"name": "NVIDIA L10", "memory_total_bytes": 48 * GIB}
 
 
 def test_an_nvidia_l20_with_its_memory_is_an_nvidia_gpu(
     capsys, tmp_path: Path, database: GpuDatabase
 ) -> None:
-    assert database.match("NVIDIA L20") is None  # the point: not in the database
+    assert database.match("NVIDIA L10") is None  # the point: not in the database
     data = {"ram_total_bytes": 128 * GIB, "gpus": [L20]}
     path = Path(write(tmp_path, data))
     gpu = load_rig(path, database).gpus[0]
@@ -239,7 +240,7 @@ def test_an_nvidia_l20_with_its_memory_is_an_nvidia_gpu(
     by_path = {p["path"]: p for p in out["paths"]}
     assert by_path["gpu"]["fits"] and "gpu:0" in by_path["gpu"]["devices"]
     assert out["recommended"] == "gpu"
-    assert any("NVIDIA L20" in n and "an NVIDIA GPU by its name" in n for n in out["notes"])
+    assert any("NVIDIA L10" in n and "an NVIDIA GPU by its name" in n for n in out["notes"])
 
 
 def test_the_hosts_form_with_l20s_plans_them_across_hosts(capsys, tmp_path: Path) -> None:

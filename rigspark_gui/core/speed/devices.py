@@ -82,11 +82,25 @@ def quant_family(type_name: str) -> QuantFamily:
 
 
 def cpu_isa(cpu: Cpu) -> CpuIsa:
-    if "avx512" in cpu.features:
+    """The vector ISA llama.cpp's kernels use on this CPU: from the flags the hardware
+    layer read (Linux), else from the CPU's name."""
+    feats = cpu.features
+    if "amx" in feats:
+        return CpuIsa.AMX
+    if "avx512_vnni" in feats:
+        return CpuIsa.AVX512_VNNI
+    if "avx512" in feats:
         return CpuIsa.AVX512
-    if "avx2" in cpu.features:
+    if "avx2" in feats:
         return CpuIsa.AVX2
+    if "sve" in feats:
+        return CpuIsa.SVE
     name = cpu.name.lower()
+    if "apple" in name:
+        return CpuIsa.APPLE
+    # Neoverse V1/V2 cores: Graviton 3 and 4, NVIDIA Grace
+    if any(k in name for k in ("graviton3", "graviton4", "graviton 3", "graviton 4", "grace")):
+        return CpuIsa.SVE
     arm = ("apple", "arm", "neoverse", "cortex", "graviton", "snapdragon", "ampere", "grace")
     if any(k in name for k in arm):
         return CpuIsa.NEON

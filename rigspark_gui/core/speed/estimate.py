@@ -8,7 +8,7 @@ from typing import NamedTuple
 from rigspark_gui.core.flash_attn import FaShape, FaWhere, device_support
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.rig import Cpu, Gpu, Rig, Vendor, rpc_cpu_host
+from rigspark_gui.core.rig import Basis, Cpu, Gpu, Rig, Vendor, rpc_cpu_host
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.speed.devices import (
     RUNS_ON,
@@ -21,13 +21,19 @@ from rigspark_gui.core.speed.devices import (
 )
 from rigspark_gui.core.speed.model import (
     CPU_BACKEND,
+    ISA_FALLBACK,
     Band,
+    CpuIsa,
     DecodeParams,
+    PrefillParams,
     QuantFamily,
     SpeedModel,
+    isa_value,
 )
 
 CPU = "cpu"
+# what the hardware layer adds to a CPU's features when it runs under a hypervisor
+VM_FLAG = "hypervisor"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,17 +109,31 @@ _factors: ByIdentity[DecodeParams, dict[tuple[int, str], tuple[object, float]]] 
 )
 
 
+def _cpu_isa_adjust(p: DecodeParams, isa: CpuIsa, family: QuantFamily) -> float:
+    """The ISA's own adjustment of a family's CPU dot rate (nearest fitted ISA's)."""
+    at: CpuIsa | None = isa
+    while at is not None:
+        v = p.cpu_isa_quant_factor.get(f"{at.value}:{family.value}")
+        if v is not None:
+            return v
+        at = ISA_FALLBACK.get(at)
+    return 1.0
+
+
 def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: str) -> float:
     """The quantization factor of a file's mix under one backend (its kernels differ:
-    K-quants run relatively slower under Metal than under CUDA); "cpu" for the CPU's."""
+    K-quants run relatively slower under Metal than under CUDA); "cpu:ISA" for the CPU's
+    dequantize-and-dot kernels of that ISA."""
     cache = _factors(p)
     if len(cache) > 512:
         cache.clear()  # each entry keeps its mix alive: bounded like the layouts' memo
     hit = cache.get((id(mix), backend))
     if hit is not None and hit[0] is mix:
         return hit[1]
-    if backend == CPU_BACKEND:
-        value = mixed_factor(mix, p.cpu_quant_factor)
+    if backend.startswith(CPU_BACKEND + ":"):
+        isa = CpuIsa(backend.split(":", 1)[1])
+        cpu_factors = {f: p.cpu_quant_factor.get(f, 1.0) * _cpu_isa_adjust(p, isa, f) for f in mix}
+        value = mixed_factor(mix, cpu_factors)
     else:
         adj = p.backend_quant_factor
         factors = {
@@ -175,7 +195,7 @@ class _DeviceSpeed(NamedTuple):
 
     rate: float  # bytes/s before the quantization factor (CPU: the memory stream)
     ceiling: float  # bytes/s no factor can exceed: the full bandwidth
-    backend: str  # factor key for the quantization mix: a GPU backend, or "cpu"
+    backend: str  # factor key for the quantization mix: a GPU backend, or "cpu:ISA"
     layer_seconds: float
     cpu: bool
     cores: int  # CPU only: threads that compute
@@ -213,13 +233,16 @@ def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _Dev
             return f"{where} memory bandwidth is not known (measure it, or give it in the rig)"
         isa = cpu_isa(cpu)
         cores = cpu.cores or cpu.threads or 0
-        stream = bw * 1e9 * p.cpu_efficiency
-        core_bw = p.cpu_core_bandwidth.get(isa)
+        measured = cpu.basis_of("memory_bandwidth_gbps").basis is Basis.MEASURED
+        eff = p.cpu_measured_efficiency if measured else None
+        stream = bw * 1e9 * (eff or p.cpu_efficiency)
+        per_core = (p.cpu_vcpu_factor or 1.0) if VM_FLAG in cpu.features else 1.0
+        core_bw = isa_value(p.cpu_core_bandwidth, isa)
         if cores and core_bw:
-            stream = min(stream, cores * core_bw)
+            stream = min(stream, cores * core_bw * per_core)
         return _DeviceSpeed(
-            stream, stream, CPU_BACKEND, p.layer_seconds.get(CPU_BACKEND, 0.0), True, cores,
-            p.cpu_core_rate.get(isa, 0.0), f"cpu:{cpu.name}",
+            stream, stream, f"{CPU_BACKEND}:{isa.value}", p.layer_seconds.get(CPU_BACKEND, 0.0),
+            True, cores, (isa_value(p.cpu_core_rate, isa) or 0.0) * per_core, f"cpu:{cpu.name}",
         )  # fmt: skip
     gpu = _gpu(rig, device)
     if gpu.bandwidth_gbps is None:
@@ -262,7 +285,7 @@ def decode_time(
             t = b / d.rate
             if d.cores and d.core_rate and layout.total_bytes:
                 elements = b * layout.n_params / layout.total_bytes
-                compute = elements / (d.cores * d.core_rate * _gpu_quant(p, mix, CPU_BACKEND))
+                compute = elements / (d.cores * d.core_rate * _gpu_quant(p, mix, d.backend))
                 if compute > t:
                     t, cpu_bound = compute, True
         else:
@@ -322,6 +345,24 @@ def estimate_decode_shape(
     return throughput_of(decode_time(shape, layout, rig, s, model), shape.depth, model)
 
 
+def _cpu_prompt_quant(p: PrefillParams, isa: CpuIsa, mix: dict[QuantFamily, float]) -> float:
+    """A file's prompt-rate factor on a CPU of this ISA (nearest fitted ISA's; the GPU
+    factor where no CPU figure was fitted)."""
+
+    def one(f: QuantFamily) -> float:
+        if f is QuantFamily.FLOAT:
+            return 1.0
+        at: CpuIsa | None = isa
+        while at is not None:
+            v = p.cpu_quant_factor.get(f"{at.value}:{f.value}")
+            if v is not None:
+                return v
+            at = ISA_FALLBACK.get(at)
+        return p.quant_factor.get(f, 1.0)
+
+    return mixed_factor(mix, {f: one(f) for f in mix})
+
+
 def attention_off_gpu(
     layers: dict[str, int], rig: Rig, s: PlanSettings, shape: FaShape | None
 ) -> str:
@@ -376,7 +417,7 @@ def estimate_prefill_reads(
         cpu = _cpu_of(rig, device)
         if cpu is not None:
             isa = cpu_isa(cpu)
-            rate = p.cpu_core_flops.get(isa)
+            rate = isa_value(p.cpu_core_flops, isa)
             cores = cpu.cores or cpu.threads
             if not cores:
                 return Prefill(prompt_tokens=tokens, basis="unknown: CPU core count not known")
@@ -385,7 +426,9 @@ def estimate_prefill_reads(
                     prompt_tokens=tokens,
                     basis=f"unknown: no calibrated CPU prompt rate for {isa.value} cores",
                 )
-            flops = rate * cores
+            flops = rate * cores * _cpu_prompt_quant(p, isa, mix) / q
+            if VM_FLAG in cpu.features:
+                flops *= p.cpu_vcpu_factor or 1.0
             layer_s = d.layer_seconds.get(CPU_BACKEND, 0.0)
         else:
             gpu = _gpu(rig, device)

@@ -16,6 +16,7 @@ residuals; the engine only evaluates them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -50,10 +51,40 @@ class QuantFamily(StrEnum):
 
 
 class CpuIsa(StrEnum):
-    AVX512 = "avx512"
+    """The vector ISA llama.cpp's CPU kernels use, most capable first; a fitted figure
+    missing for one falls back along `ISA_FALLBACK`."""
+
+    AMX = "amx"  # AMX-INT8/BF16 tiles (Sapphire Rapids and later)
+    AVX512_VNNI = "avx512-vnni"  # AVX-512 with VNNI/BF16 dot products (Ice Lake, Zen 4+)
+    AVX512 = "avx512"  # AVX-512F without VNNI (Skylake-SP)
     AVX2 = "avx2"
+    SVE = "sve"  # Arm SVE (Graviton 3/4, Grace, Neoverse V)
+    # Apple's M-series performance cores: NEON too, but four 128-bit pipes and i8mm at
+    # 3.2-4.4 GHz do about twice the work per core of a Cortex-A7x or X1
+    APPLE = "apple"
     NEON = "neon"
     OTHER = "other"
+
+
+# Where a figure fitted for no CPU of an ISA is taken from instead: the next ISA down,
+# whose kernels the newer one also runs.
+ISA_FALLBACK: dict[CpuIsa, CpuIsa] = {
+    CpuIsa.AMX: CpuIsa.AVX512_VNNI,
+    CpuIsa.AVX512_VNNI: CpuIsa.AVX512,
+    CpuIsa.AVX512: CpuIsa.AVX2,
+    CpuIsa.SVE: CpuIsa.NEON,
+    CpuIsa.APPLE: CpuIsa.NEON,
+}
+
+
+def isa_value(table: Mapping[CpuIsa, float], isa: CpuIsa) -> float | None:
+    """A per-ISA figure, or the nearest fallback ISA's."""
+    at: CpuIsa | None = isa
+    while at is not None:
+        if at in table:
+            return table[at]
+        at = ISA_FALLBACK.get(at)
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,7 +112,7 @@ class DecodeParams:
     layer_seconds: dict[str, float]
     # per device boundary, per token
     hop_seconds: float
-    # share of the RAM bandwidth figure
+    # share of the RAM bandwidth figure (a spec sheet's theoretical peak)
     cpu_efficiency: float
     # bytes/s one core streams: few threads cap RAM use
     cpu_core_bandwidth: dict[CpuIsa, float] = field(default_factory=dict)
@@ -91,6 +122,15 @@ class DecodeParams:
     cpu_quant_factor: dict[QuantFamily, float]
     band: Band
     cpu_band: Band
+    # "isa:family" -> adjustment of cpu_quant_factor (each ISA's dequantize-and-dot kernels
+    # differ: IQ codebooks are cheap on NEON, costly on AVX2)
+    cpu_isa_quant_factor: dict[str, float] = field(default_factory=dict)
+    # share of a *measured* RAM bandwidth (a read stream over all cores, as the hardware
+    # probe runs it): decode gets nearer to that than to a theoretical peak
+    cpu_measured_efficiency: float | None = None
+    # a virtual machine's vCPU against a physical core (compute and stream): a vCPU is a
+    # host thread, often the sibling of another vCPU on one core
+    cpu_vcpu_factor: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +141,11 @@ class PrefillParams:
     # FLOP/s per core, prompt matmuls
     cpu_core_flops: dict[CpuIsa, float]
     band: Band
+    # "isa:family" -> the CPU's prompt-rate factor (its GEMM kernels: repacked, AMX, KleidiAI
+    # or plain dot products, differ by ISA far more than a GPU's)
+    cpu_quant_factor: dict[str, float] = field(default_factory=dict)
+    # a vCPU's prompt rate against a physical core's
+    cpu_vcpu_factor: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
