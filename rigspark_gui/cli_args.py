@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rigspark_gui.cli_base import PROG, UsageError
+from rigspark_gui.cli_beside_args import add_draft_args, add_projector_args
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -198,6 +199,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         f"{', '.join(QUANT_EXAMPLES)} (a type the model lacks is answered with the model's "
         "own list). Default: Auto, the best quality that fits and reaches --min-speed",
     )
+    add_projector_args(p)
+    add_draft_args(p)
     _add_setting_args(p)
 
 
@@ -328,6 +331,15 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
         help="full-size sliding-window caches, llama.cpp --swa-full (default: off)",
     )
     p.add_argument(
+        "--mmap",
+        action=argparse.BooleanOptionalAction,
+        help="--no-mmap: read the weights in (llama.cpp --load-mode none; --no-mmap before "
+        "b11434) (default: so where the CPU repacks weights, else mapped)",
+    )
+    p.add_argument(
+        "--no-repack", action="store_true", help="llama.cpp --no-repack (default: repacked)"
+    )
+    p.add_argument(
         "--prompt-tokens",
         type=_positive,
         default=1024,
@@ -365,6 +377,14 @@ def _place_args(p: argparse.ArgumentParser) -> None:
 
 def _rank_args(p: argparse.ArgumentParser) -> None:
     _add_setting_args(p)
+    p.add_argument(
+        "--text-only",
+        "--no-mmproj",
+        dest="text_only",
+        action="store_true",
+        help="rank vision models without their projector (default: off, as llama-server "
+        "-hf and Ollama load it)",
+    )
     p.add_argument("--family", help="only this family, by a part of its name (default: all)")
     p.set_defaults(quant=None)
 
@@ -380,6 +400,18 @@ def _models_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--folder", type=Path, action="append", default=[], help="also look in this folder"
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="read the config.json and GGUF listings of a curated list of Hugging Face "
+        "repositories into the user cache and add the models they give (network)",
+    )
+    p.add_argument(
+        "--network-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        help="with --update: the time limit of each repository's read (default: 30)",
     )
 
 

@@ -8,12 +8,14 @@ import argparse
 import sys
 from typing import Any
 
-from rigspark_gui.cli_base import EXIT_FITS, PROG, UsageError, emit_json
+from rigspark_gui.cli_base import EXIT_FITS, EXIT_NO_FIT, PROG, UsageError, emit_json
 from rigspark_gui.cli_inputs import gpu_database
 from rigspark_gui.formats.jsonable import jsonable
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    if getattr(args, "update", False):
+        return _update(args)
     if args.local or args.folder:
         return _local_models(args)
     from rigspark_gui.catalog.models import load_catalog
@@ -38,6 +40,33 @@ def cmd_models(args: argparse.Namespace) -> int:
         params = f"{e.params_b:g}B" if e.params_b else ""
         print(f"{e.id:<40} {e.family:<14} {params:>7}{moe:<12} ctx {g.context_length:>7}")
     return EXIT_FITS
+
+
+def _update(args: argparse.Namespace) -> int:
+    """`models --update`: the curated repositories read into the user cache."""
+    from rigspark_gui.catalog.update import run_update
+
+    def progress(done: int, total: int, repo: str) -> None:
+        if repo:
+            print(f"{PROG}: [{done + 1}/{total}] reading {repo}", file=sys.stderr, flush=True)
+
+    result = run_update(progress=progress, timeout_s=getattr(args, "network_timeout", None))
+    for err in result.errors:
+        print(f"{PROG}: {err}", file=sys.stderr)
+    if args.json:
+        emit_json(
+            {
+                "schema_version": 1,
+                "added": list(result.added),
+                "errors": list(result.errors),
+                "path": str(result.path) if result.path else None,
+            }
+        )
+    elif result.added:
+        print(f"{len(result.added)} models read into {result.path}: {', '.join(result.added)}")
+    else:
+        print("No model was read; the shipped catalog is unchanged.")
+    return EXIT_FITS if result.added or not result.errors else EXIT_NO_FIT
 
 
 def _local_models(args: argparse.Namespace) -> int:

@@ -49,13 +49,13 @@ def fit_settings(cmd: FitCommand, rig: Rig, devices: list[str], g: Geometry) -> 
     """PlanSettings for the command line, flash attention auto resolved for the devices."""
     from dataclasses import replace
 
+    from rigspark_gui.core.fit import AUTO_SLOTS
     from rigspark_gui.core.flash_attn import resolve_flash_attn_auto
-    from rigspark_gui.core.plan import LLAMA_SERVER_SLOTS
     from rigspark_gui.core.settings import make_settings
 
     parallel, unified = cmd.parallel, cmd.kv_unified
     if parallel < 0:  # llama-server's auto slots
-        parallel, unified = LLAMA_SERVER_SLOTS, True
+        parallel, unified = AUTO_SLOTS, True
     s = make_settings(
         kv_k=cmd.kv_k,
         kv_v=cmd.kv_v,
@@ -78,6 +78,7 @@ def fit_settings(cmd: FitCommand, rig: Rig, devices: list[str], g: Geometry) -> 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from rigspark_gui.catalog.gguf_cache import gguf_spec
+    from rigspark_gui.cli_projector import fit_with_projector, split_projector_flags
     from rigspark_gui.core.errors import InvalidSettingsError, ModelImportError
     from rigspark_gui.core.fit import UserFlags, llama_fit, parse_fit_command
     from rigspark_gui.formats.jsonable import jsonable
@@ -85,6 +86,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     argv = list(args.command_line)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    pasted, (argv, _) = argv, split_projector_flags(argv)  # --mmproj, --no-mmproj ...
     cmd = parse_fit_command(argv)
     path = Path(cmd.model).expanduser()
     if not path.is_file():
@@ -104,7 +106,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         overrides=cmd.overrides,
         split_mode=cmd.split_mode,
     )
-    outcome = llama_fit(spec, spec.available_quants[0], rig, s, devices=devices, user=user)
+    outcome = fit_with_projector(
+        pasted,
+        spec,
+        rig,
+        s,
+        lambda sp, r, st: llama_fit(sp, sp.available_quants[0], r, st, devices=devices, user=user),
+    )
     if cmd.unmodelled:
         print(
             f"{PROG}: note: not modelled by fit here: {' '.join(cmd.unmodelled)}",

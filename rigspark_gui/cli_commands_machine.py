@@ -12,9 +12,15 @@ from rigspark_gui.formats.jsonable import jsonable
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
+    from rigspark_gui.catalog.device_overhead import shipped_device_overhead
     from rigspark_gui.hardware.detect import detect
 
-    rig = detect(database=gpu_database(), timeout_s=5.0, probe_bandwidth=args.bandwidth)
+    rig = detect(
+        database=gpu_database(),
+        timeout_s=5.0,
+        probe_bandwidth=args.bandwidth,
+        overhead=shipped_device_overhead(),
+    )
     if args.json:
         from rigspark_gui.formats.rig import rig_json
 
@@ -37,6 +43,9 @@ def cmd_detect(args: argparse.Namespace) -> int:
         print(
             f"GPU {gpu.index}: {gpu.name}, {mem}, {bw_g} ({gpu.basis_of('bandwidth_gbps').basis})"
         )
+        # its own overhead (backend context), the reserve every plan subtracts
+        reserve = gpu.basis_of("reserve_bytes")
+        print(f"  overhead {gpu.reserve_bytes / 2**20:.0f} MiB ({reserve.basis}): {reserve.source}")
     for note in rig.notes:
         print(f"Note: {note}")
     return EXIT_FITS

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from rigspark_gui.cli_base import EXIT_FITS, EXIT_NO_FIT, PROG, UsageError, emit_json
 from rigspark_gui.cli_inputs import load_model, load_rig_arg, settings_from
@@ -27,24 +28,39 @@ def cmd_plan(args: argparse.Namespace) -> int:
     quality = load_quality()
     result = plan(spec, rig, s, perf, kv_pairs=args.kv_compare, kv_kld=quality.kv_kld)
     ideas = suggest(spec, rig, s, perf, quality)
+    smaller = _smaller_models(spec, rig, s, perf)
     if args.json:
         data = jsonable(result)
         data["suggestions"] = [jsonable(i) for i in ideas]
+        data["smaller_models"] = [jsonable(i) for i in smaller]
+        from rigspark_gui.core.device_overhead import device_overheads
+
+        data["device_overhead"] = [jsonable(o) for o in device_overheads(rig)]
         emit_json(data)
     else:
-        from rigspark_gui.report.text import format_plan, format_suggestions
+        from rigspark_gui.report.text import format_plan, format_smaller, format_suggestions
 
         print(format_plan(result))
         if ideas:
             print(format_suggestions(ideas))
+        if smaller:
+            print(format_smaller(smaller, s.min_tok_s))
     return EXIT_FITS if result.recommended is not None else EXIT_NO_FIT
+
+
+def _smaller_models(spec: Any, rig: Any, s: Any, perf: Any) -> tuple[Any, ...]:
+    """Smaller catalog models that reach the minimum speed where this one does not."""
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.plan import smaller_models
+
+    return smaller_models(spec, rig, s, perf, load_catalog().specs())
 
 
 def cmd_place(args: argparse.Namespace) -> int:
     from rigspark_gui.cli_speed import speed_model as load_perf
     from rigspark_gui.core.memory import repack_for, weights_layout
-    from rigspark_gui.core.placement import HEADROOM, auto_place, device_loads, placement_fit
-    from rigspark_gui.core.plan import plan
+    from rigspark_gui.core.placement import HEADROOM, auto_place, placement_fit
+    from rigspark_gui.core.plan import loads_with_beside, plan
     from rigspark_gui.core.speed import estimate_decode, estimate_prefill
     from rigspark_gui.report.text import format_loads, format_placement
 
@@ -70,8 +86,9 @@ def cmd_place(args: argparse.Namespace) -> int:
         assert base.placement is not None
         placement = base.placement
     layout = weights_layout(spec, quant)
-    repack = repack_for(spec, quant, rig.cpu.features)
-    loads = device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)
+    repack = repack_for(spec, quant, rig.cpu.features, s)
+    # the projector and a draft model count on their devices, as in the plan
+    loads = loads_with_beside(placement, spec, layout, rig, s, cpu_repack=repack)
     decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)
     prefill = estimate_prefill(placement, spec.geometry, layout, rig, s, perf)
     # the plan's rule (placement.fits_within, a unified chip pooled) and its context limit
@@ -122,6 +139,12 @@ def cmd_place(args: argparse.Namespace) -> int:
             print(f"{c.engine.value}:")
             body = c.text if c.supported else f"cannot express this placement: {c.explanation}"
             print("  " + body.replace("\n", "\n  "))
+            # llama-server's other form (let fit decide), and which of the two is recommended
+            for f in c.forms:
+                if f.argv != c.argv:
+                    print(f"  {'let fit decide' if f.form == 'fit' else f.form}: {f.text}")
+            if c.recommendation:
+                print(f"  recommended: {c.recommendation}")
     return EXIT_FITS if fits else EXIT_NO_FIT
 
 
@@ -137,6 +160,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
     specs = [e.to_spec() for e in catalog.entries if family in e.family.lower()]
     if not specs:
         raise UsageError(f"no catalog model in family {args.family!r}")
+    from rigspark_gui.catalog.projectors import with_catalog_projectors
+
+    specs = with_catalog_projectors(specs)  # vision models load their projector, as in plan
     s = settings_from(args)
     rig = load_rig_arg(args)
     rows = rank_models(specs, rig, s, load_perf())

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rigspark_gui.cli_base import PROG, print_note
+from rigspark_gui.cli_base import PROG, UsageError, print_note
 
 if TYPE_CHECKING:
     from rigspark_gui.catalog.gpu_database import GpuDatabase
@@ -32,6 +32,15 @@ def gpu_database() -> GpuDatabase | None:
 
 
 def load_model(args: argparse.Namespace) -> ModelSpec:
+    spec = _load_model(args)
+    if not hasattr(args, "mmproj"):
+        return spec
+    from rigspark_gui.cli_projector import attach_draft, attach_projector
+
+    return attach_draft(args, attach_projector(args, spec))
+
+
+def _load_model(args: argparse.Namespace) -> ModelSpec:
     if getattr(args, "model_url", None) is not None or (
         args.model is not None and args.model.startswith("hf:")
     ):
@@ -46,10 +55,17 @@ def load_model(args: argparse.Namespace) -> ModelSpec:
             if local is not None:
                 return local
         found = resolve_model(args.model)
+        _refuse_dynamic_quant(getattr(args, "quant", None), found.spec)
         if found.quant is not None and getattr(args, "quant", None) is None:
             # the quantization named in the model ("llama3.1:8b-instruct-q4_K_M")
             if found.quant in found.spec.available_quants:
                 args.quant = found.quant
+            elif found.quant.startswith("UD-"):
+                from rigspark_gui.catalog.resolve import dynamic_quant_message
+
+                repo = args.model.split(":")[0] if "/" in args.model else ""
+                note = dynamic_quant_message(found.quant, found.spec.id, repo)
+                print_note(f"{note}; planning the best that fits")
             else:
                 print_note(
                     f"{found.quant} (named in {args.model!r}) is not among "
@@ -78,6 +94,14 @@ def load_model(args: argparse.Namespace) -> ModelSpec:
     raise ModelImportError(f"{path.name}: expected a .gguf file, a config.json or its folder")
 
 
+def _refuse_dynamic_quant(quant: str | None, spec: ModelSpec) -> None:
+    """--quant UD-Q4_K_XL on a catalog model: say how it can be planned, in one line."""
+    if quant and quant.upper().startswith("UD-") and quant.upper() not in spec.available_quants:
+        from rigspark_gui.catalog.resolve import dynamic_quant_message
+
+        raise UsageError(dynamic_quant_message(quant.upper(), spec.id))
+
+
 def _remote_model(args: argparse.Namespace) -> ModelSpec:
     """The one place the CLI uses the network: the user named a remote model."""
     from rigspark_gui.catalog.remote import model_from_hf, model_from_url
@@ -99,15 +123,21 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
 
         return load_rig(args.rig, gpu_database)  # read only when the rig names GPUs
     db = gpu_database()
+    from rigspark_gui.catalog.device_overhead import shipped_device_overhead
     from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
 
-    rig = detect(database=db, timeout_s=5.0)
+    # the overhead table kept by its bytes: no validation framework on a later run
+    rig = detect(database=db, timeout_s=5.0, overhead=shipped_device_overhead())
     if rig.cpu.memory_bandwidth_gbps is None:
         # CPU speed rests on it: measure once (a few seconds), kept for later runs
         print(f"{PROG}: measuring this machine's RAM bandwidth (once)…", file=sys.stderr)
         rig, result = with_measured_bandwidth(rig)
         if result.busy:
-            print(f"{PROG}: note: {result.reason}; the figure is not kept", file=sys.stderr)
+            print(
+                f"{PROG}: note: {result.reason}; using {result.bandwidth_gbps:g} GB/s, the best "
+                "busy figure so far, measured again on the next run",
+                file=sys.stderr,
+            )
     return rig
 
 
@@ -129,6 +159,16 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
         extra["fit_target_mib"] = args.fit_target
     if getattr(args, "fit_ctx", None) is not None:
         extra["fit_ctx"] = args.fit_ctx
+    if getattr(args, "mmap", None) is not None:
+        extra["mmap"] = args.mmap
+    if getattr(args, "no_repack", False):
+        extra["repack"] = False
+    if getattr(args, "text_only", False):
+        extra["text_only"] = True
+    if not getattr(args, "mmproj_offload", True):
+        extra["mmproj_offload"] = False
+    if getattr(args, "image_size", None) is not None:
+        extra["image_size"] = args.image_size
     return make_settings(
         context=args.context,
         kv_k=k,

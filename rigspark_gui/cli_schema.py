@@ -102,6 +102,20 @@ def _speed_model() -> Any:
     return SpeedModelFile
 
 
+@_file("device-overhead", "each GPU backend's context and Apple's working set, sourced")
+def _device_overhead() -> Any:
+    from rigspark_gui.formats.device_overhead import DeviceOverheadFile
+
+    return DeviceOverheadFile
+
+
+@_file("projectors", "catalog models' vision/audio projectors and files, data/projectors.json")
+def _projectors() -> Any:
+    from rigspark_gui.formats.projectors import ProjectorsFile
+
+    return ProjectorsFile
+
+
 @_file("quality", "measured quantization quality with its sources, data/quant_quality.json")
 def _quality() -> Any:
     from rigspark_gui.catalog.files import QualityFile

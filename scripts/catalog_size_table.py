@@ -11,10 +11,11 @@ from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.size_check import size_checks
 
 ROOT = Path(__file__).resolve().parents[1]
+MARKER = "# The 2026 entries"
 
 
 def main() -> None:
-    checks = size_checks(load_catalog())
+    checks = size_checks(load_catalog(updates=False))
     lines = [
         "# Catalog file sizes against published GGUFs",
         "",
@@ -49,7 +50,11 @@ def main() -> None:
         "(File ▸ Import model…) to plan with its exact tensors.",
         "",
     ]
-    (ROOT / "docs" / "catalog-validation.md").write_text("\n".join(lines), encoding="utf-8")
+    doc = ROOT / "docs" / "catalog-validation.md"
+    # the hand-written sections after the table (from MARKER on) are kept as they are
+    old = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    tail = old[old.index(MARKER) :] if MARKER in old else ""
+    doc.write_text("\n".join(lines) + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,14 @@ def recommended_and_ladder(text: str, rungs: int = 4) -> list[str]:
     return [chosen, f"  {ELIDED}", f"{head}: {', '.join(shown)}"]
 
 
+def paths_and_devices(text: str) -> list[str]:
+    """The path lines and the per-device table (a hybrid model's state has its column)."""
+    paths, _, rest = _plan_parts(text)
+    start = next(i for i, line in enumerate(rest) if line.startswith("Per device:"))
+    end = rest.index("", start) if "" in rest[start:] else len(rest)
+    return [*paths, "", *rest[start:end]]
+
+
 def paths_and_serving(text: str) -> list[str]:
     paths, _, rest = _plan_parts(text)
     serving = [x for x in rest if x.startswith(("vLLM:", "SGLang:", "  KV pool"))]
@@ -236,6 +244,10 @@ EXAMPLES: dict[str, Example] = {
         engine_defaults,
     ),
     "plan-70b": Example(("plan", *LLAMA_70B), paths_and_recommendation),
+    "plan-qwen36": Example(
+        ("plan", "--model", "qwen3.6:27b", "--rig", RIG, "--kv-compare", "none"),
+        paths_and_devices,
+    ),
     "plan-70b-q8": Example(("plan", *LLAMA_70B, "--kv-k", "q8_0"), recommended_and_ladder),
     "place-70b-q8": Example(
         ("place", *LLAMA_70B, "--kv-k", "q8_0"), llama_cpp_command, prompt=False

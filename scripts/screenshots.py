@@ -86,6 +86,15 @@ def main() -> None:
     for _ in range(8):
         settle(app)
     w.grab().save(str(out / "paths-engine-defaults.png"))
+    # models of 2026: Gemma 3 27B with its vision projector on GPU 0, and Qwen3.6 27B,
+    # whose Gated DeltaNet layers keep a recurrent state beside the attention KV cache
+    for name, model in (("layers-projector", "gemma-3-27b-it"), ("layers-qwen36", "qwen3.6-27b")):
+        w.session.set_model(model)
+        w.session.update_settings(context=32768)
+        w.tabs.setCurrentWidget(w.layers_tab)
+        for _ in range(8):
+            settle(app)
+        w.grab().save(str(out / f"{name}.png"))
     w.close()
     # Auto on a desktop with no GPU: the speed it reaches decides the quantization
     desktop = Rig(

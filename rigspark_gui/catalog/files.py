@@ -37,6 +37,23 @@ class CatalogEntryFile(BaseModel):
     native_dtype: str = "bfloat16"
     geometry: GeometryRecord
     published: dict[str, QuantFileRecord] = Field(default_factory=dict)
+    ollama: tuple[str, ...] = Field(
+        default=(), description="Ollama library tags serving this model now (name:size)"
+    )
+    projector: Literal["", "vision", "audio", "vision+audio", "unknown"] = Field(
+        default="", description="the release's vision/audio projector ('' when none)"
+    )
+    mtp_layers: int | None = Field(
+        default=None, ge=0, le=16, description="MTP / next-n layers it carries (None: unstated)"
+    )
+
+    @field_validator("ollama")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [t for t in value if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*(:[a-z0-9._-]+)?", t)]
+        if bad:
+            raise ValueError(f"Ollama tags look like 'qwen3:8b', got {bad}")
+        return value
 
     def to_record(self) -> CatalogEntry:
         return CatalogEntry(**{name: getattr(self, name) for name in type(self).model_fields})

@@ -8,12 +8,18 @@ from __future__ import annotations
 import re
 from typing import Any, NoReturn
 
-from gguf import GGUFValueType
-
-from rigspark_gui.catalog.gguf_header import INT_TYPES, MetaValue, RawTensor, import_error
+from rigspark_gui.catalog.geometry_check import checked_geometry
+from rigspark_gui.catalog.gguf_gemma_dsa import GEMMA_DSA_ARCHS, MTP_SKIP_ARCHS, gemma_dsa_fields
+from rigspark_gui.catalog.gguf_header import (
+    INT_TYPES,
+    GGUFValueType,
+    MetaValue,
+    RawTensor,
+    import_error,
+)
+from rigspark_gui.catalog.gguf_hybrid import HYBRID_ARCHS, hybrid_fields
 from rigspark_gui.core.errors import validation_message
 from rigspark_gui.core.model import Geometry
-from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["Metadata", "read_geometry", "swa_period", "validation_reason"]
 
@@ -200,33 +206,38 @@ def read_geometry(m: Metadata, arch: str, tensors: dict[str, RawTensor]) -> Geom
 
     sliding_window, swa_pattern = _sliding_window(m, arch, n_layer)
 
+    fields = dict(
+        architecture=arch,
+        n_layer=n_layer,
+        n_embd=n_embd,
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        n_head_kv_per_layer=tuple(kv_layers) if kv_layers is not None else None,
+        head_dim_k=head_dim_k,
+        head_dim_v=head_dim_v,
+        n_vocab=n_vocab,
+        n_ff=n_ff,
+        tied_embeddings="output.weight" not in tensors,
+        n_expert=n_expert,
+        n_expert_used=n_expert_used,
+        n_ff_expert=n_ff_expert,
+        n_shared_expert=n_shared,
+        n_ff_shared_expert=n_ff_shared,
+        n_dense_lead=n_dense_lead,
+        moe_every=moe_every,
+        sliding_window=sliding_window,
+        swa_pattern=swa_pattern,
+        kv_lora_rank=kv_lora_rank,
+        q_lora_rank=q_lora_rank,
+        rope_head_dim=rope_head_dim,
+        context_length=context_length,
+    )
+    if arch in HYBRID_ARCHS:
+        fields = hybrid_fields(m, arch, fields)
+    if arch in GEMMA_DSA_ARCHS or arch in MTP_SKIP_ARCHS:
+        fields = gemma_dsa_fields(m, arch, fields, tensors)
     try:
-        return GeometryFile(
-            architecture=arch,
-            n_layer=n_layer,
-            n_embd=n_embd,
-            n_head=n_head,
-            n_head_kv=n_head_kv,
-            n_head_kv_per_layer=tuple(kv_layers) if kv_layers is not None else None,
-            head_dim_k=head_dim_k,
-            head_dim_v=head_dim_v,
-            n_vocab=n_vocab,
-            n_ff=n_ff,
-            tied_embeddings="output.weight" not in tensors,
-            n_expert=n_expert,
-            n_expert_used=n_expert_used,
-            n_ff_expert=n_ff_expert,
-            n_shared_expert=n_shared,
-            n_ff_shared_expert=n_ff_shared,
-            n_dense_lead=n_dense_lead,
-            moe_every=moe_every,
-            sliding_window=sliding_window,
-            swa_pattern=swa_pattern,
-            kv_lora_rank=kv_lora_rank,
-            q_lora_rank=q_lora_rank,
-            rope_head_dim=rope_head_dim,
-            context_length=context_length,
-        ).to_record()
+        return checked_geometry(fields)  # formats.model_spec.Geometry's rule
     except ValueError as exc:  # pydantic's ValidationError, or fields that disagree
         m.fail(f"unusable geometry ({validation_reason(exc)})")
 

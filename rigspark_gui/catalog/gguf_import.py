@@ -1,7 +1,7 @@
 """Import a GGUF file (or a set of split GGUF parts) as a ModelSpec, from its header only.
 
-Each part's header is read by gguf_header (bounded before the `gguf` package's reader sees
-it) and its metadata turned into a Geometry by gguf_geometry; this module finds the parts
+Each part's header is read by gguf_header (one walk, every length bounded before it is
+read) and its metadata turned into a Geometry by gguf_geometry; this module finds the parts
 of a split model and checks they agree, refuses architectures the planner cannot size yet,
 and groups the tensors into the ModelSpec.
 """
@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from rigspark_gui.catalog.gguf_gemma_dsa import DSA_ARCHS, MTP_SKIP_ARCHS
 from rigspark_gui.catalog.gguf_geometry import (
     Metadata,
     read_geometry,
@@ -28,6 +29,7 @@ from rigspark_gui.catalog.gguf_header import (
     read_part,
     safe_label,
 )
+from rigspark_gui.catalog.gguf_hybrid import HYBRID_ARCHS
 from rigspark_gui.catalog.gguf_names import SPLIT_NAME as _SPLIT_NAME
 from rigspark_gui.core.model import ModelSpec, TensorGroup, TensorInfo
 
@@ -82,17 +84,8 @@ _UNSUPPORTED_ARCHS = frozenset(
         "arwkv7",
         "jamba",
         "falcon-h1",
-        "granitehybrid",
-        "lfm2",
-        "lfm2moe",
-        "nemotron_h",
-        "nemotron_h_moe",
         "plamo2",
-        "qwen3next",
-        "qwen35",
-        "qwen35moe",
         "kimi-linear",
-        "gemma3n",
         "t5",
         "t5encoder",
         "bert",
@@ -106,7 +99,9 @@ _UNSUPPORTED_ARCHS = frozenset(
 _RECURRENT_TENSOR_MARKERS = (".ssm_", ".time_mix_", ".channel_mix_", ".shortconv")
 
 _BLOCK_NAME = re.compile(r"^blk\.(\d+)\.")
-_INPUT_PREFIXES = ("token_embd", "position_embd", "token_types")
+_INPUT_PREFIXES = ("token_embd", "position_embd", "token_types", "per_layer_token_embd")
+# created with layer index 0 (Gemma's per-layer projection): placed with layer 0
+_LAYER0_PREFIXES = ("per_layer_model_proj", "per_layer_proj_norm")
 
 
 # --------------------------------------------------------------------------- assembly
@@ -168,9 +163,16 @@ def _check_split(parts: list[PartHeader]) -> None:
         )
 
 
+def _past_trunk(name: str, n_layer: int) -> bool:
+    match = _BLOCK_NAME.match(name)
+    return match is not None and int(match[1]) >= n_layer
+
+
 def _group(name: str, n_layer: int) -> tuple[TensorGroup, int | None]:
     if name.startswith(_INPUT_PREFIXES):
         return TensorGroup.INPUT, None
+    if name.startswith(_LAYER0_PREFIXES):
+        return TensorGroup.BLOCK, 0
     match = _BLOCK_NAME.match(name)
     if match is not None:
         layer = int(match[1])
@@ -215,15 +217,26 @@ def import_gguf(path: str | os.PathLike[str]) -> ModelSpec:
             merged[t.name] = t
     if not merged:
         m.fail("the file holds no tensors")
-    if arch in _UNSUPPORTED_ARCHS or any(
-        marker in name for name in merged for marker in _RECURRENT_TENSOR_MARKERS
+    if arch in _UNSUPPORTED_ARCHS or (
+        arch not in HYBRID_ARCHS
+        and any(marker in name for name in merged for marker in _RECURRENT_TENSOR_MARKERS)
     ):
         m.fail(f"not supported yet: {arch} (recurrent, hybrid or encoder architecture)")
 
     geometry = read_geometry(m, arch, merged)
+    # MTP blocks: skipped by the loader unless drafting with them
+    if arch in HYBRID_ARCHS:
+        trunk = geometry.n_layer - geometry.n_layer_nextn
+        merged = {k: t for k, t in merged.items() if not _past_trunk(k, trunk)}
+    elif arch in MTP_SKIP_ARCHS:  # the DSA loaders read the MTP block's router bias
+        trunk = geometry.n_layer - geometry.n_layer_nextn
+        read = (".exp_probs_b.bias",) if arch in DSA_ARCHS else ()
+        merged = {k: t for k, t in merged.items() if not _past_trunk(k, trunk) or k.endswith(read)}
     infos: list[TensorInfo] = []
     for t in merged.values():
         group, layer = _group(t.name, geometry.n_layer)
+        if t.name == "token_embd_norm.weight" and arch in HYBRID_ARCHS:
+            group = TensorGroup.OUTPUT  # LFM2's final norm (LLM_TENSOR_OUTPUT_NORM_LFM2)
         infos.append(
             TensorInfo(
                 name=t.name,

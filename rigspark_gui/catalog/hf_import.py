@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
 from rigspark_gui.catalog.gguf_import import swa_period
+from rigspark_gui.catalog.hf_hybrid import HF_HYBRID_TYPES, hybrid_config_geometry
+from rigspark_gui.catalog.hf_more import HF_MORE_TYPES, more_config
 from rigspark_gui.core.errors import ModelImportError, validation_message
 from rigspark_gui.core.model import Checkpoint, Geometry, ModelSpec
 from rigspark_gui.formats.model_spec import Geometry as GeometryFile
@@ -310,7 +312,7 @@ def checkpoint_format(config: dict[str, Any]) -> str:
         return "MXFP4"
     if method == "compressed-tensors":
         groups = q.get("config_groups")
-        weights = {}
+        weights: Any = {}
         if isinstance(groups, dict) and groups:
             first = next(iter(groups.values()))
             weights = first.get("weights", {}) if isinstance(first, dict) else {}
@@ -322,8 +324,16 @@ def checkpoint_format(config: dict[str, Any]) -> str:
     return "BF16"
 
 
-def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometry, str]:
+def _geometry(
+    top: dict[str, Any],
+    model_type: str,
+    fname: str,
+    arch_as: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> tuple[Geometry, str]:
+    """`extra` fields replace what model_type's reading gives (hf_more.py's types)."""
     arch, tie_default = _FAMILIES[model_type]
+    arch = arch_as or arch
     if model_type in ("gemma3", "llama4"):
         inner = top.get("text_config")
         if model_type == "gemma3" and inner is None:
@@ -404,11 +414,13 @@ def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometr
             "n_dense_lead": c.integer("first_k_dense_replace", default=0, lo=0, hi=n_layer),
         }
         if model_type == "glm4_moe":
-            # llama.cpp keeps the MTP block(s) as extra layers without a KV cache.
+            # llama.cpp keeps the MTP block(s) as extra layers (-ngl slots) without a KV
+            # cache, and skips their weights unless drafting with them.
             nextn = c.integer("num_nextn_predict_layers", default=0, lo=0, hi=16)
             if nextn:
                 kv_layers = [n_head_kv] * n_layer + [0] * nextn
                 n_layer += nextn
+                moe["n_layer_nextn"] = nextn
         else:
             # MLA; the DeepSeek converters drop MTP layers, so num_hidden_layers stands.
             nope = c.integer("qk_nope_head_dim", hi=_LIMIT_HEAD_DIM)
@@ -435,25 +447,26 @@ def _geometry(top: dict[str, Any], model_type: str, fname: str) -> tuple[Geometr
         n_ff = c.integer("intermediate_size_mlp", hi=_LIMIT_FF) if moe_every > 1 else 0
 
     sliding_window, swa_pattern = _sliding_window(c, arch, n_layer)
+    fields: dict[str, Any] = dict(
+        architecture=arch,
+        n_layer=n_layer,
+        n_embd=n_embd,
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        n_head_kv_per_layer=tuple(kv_layers) if kv_layers is not None else None,
+        head_dim_k=head_dim_k,
+        head_dim_v=head_dim_v,
+        n_vocab=n_vocab,
+        n_ff=n_ff,
+        tied_embeddings=tied,
+        sliding_window=sliding_window,
+        swa_pattern=swa_pattern,
+        context_length=context,
+        **moe,
+        **mla,
+    )
     try:
-        geometry = GeometryFile(
-            architecture=arch,
-            n_layer=n_layer,
-            n_embd=n_embd,
-            n_head=n_head,
-            n_head_kv=n_head_kv,
-            n_head_kv_per_layer=tuple(kv_layers) if kv_layers is not None else None,
-            head_dim_k=head_dim_k,
-            head_dim_v=head_dim_v,
-            n_vocab=n_vocab,
-            n_ff=n_ff,
-            tied_embeddings=tied,
-            sliding_window=sliding_window,
-            swa_pattern=swa_pattern,
-            context_length=context,
-            **moe,
-            **mla,
-        ).to_record()
+        geometry = GeometryFile(**(fields | (extra or {}))).to_record()
     except ValueError as exc:  # pydantic's ValidationError, or fields that disagree
         msg = " ".join(validation_message(exc).split())
         raise ModelImportError(f"{fname}: unusable geometry ({msg})") from exc
@@ -496,9 +509,15 @@ def import_hf(path: str | os.PathLike[str]) -> HfImport:
         model_type = HfConfigFile.model_validate(data).model_type
     except ValidationError as err:
         raise ModelImportError(f"{fname}: {validation_message(err)}") from None
-    if model_type not in _FAMILIES:
+    if model_type in HF_HYBRID_TYPES:  # Gated DeltaNet / Mamba-2 hybrids
+        geometry = hybrid_config_geometry(data, model_type, fname)
+    elif model_type in HF_MORE_TYPES:  # wrapped or renamed fields
+        flat, family, arch, extra = more_config(data, model_type, fname)
+        geometry, _ = _geometry(flat, family, fname, arch, extra)
+    elif model_type not in _FAMILIES:
         raise ModelImportError(f"{fname}: not supported yet: {_printable(model_type)[:60]}")
-    geometry, _ = _geometry(data, model_type, fname)
+    else:
+        geometry, _ = _geometry(data, model_type, fname)
 
     folder = config_path.parent.resolve()
     folder_name = folder.name or "model"

@@ -7,6 +7,7 @@ and one `CatalogError` per bad entry, naming the entry's id and the field at fau
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from rigspark_gui.catalog.json_file import parse_json
@@ -47,6 +48,12 @@ class CatalogEntry:
     native_dtype: str = "bfloat16"
     geometry: Geometry
     published: dict[str, QuantFile] = field(default_factory=dict)
+    # Ollama library tags that serve this model today (`deepseek-r1:8b`), exact matches
+    ollama: tuple[str, ...] = ()
+    # what the release carries beside the text model: "vision", "audio", "vision+audio",
+    # "" (nothing) or "unknown"; and its MTP / next-n layers (None: not stated)
+    projector: str = ""
+    mtp_layers: int | None = None
 
     def quants(self) -> tuple[str, ...]:
         return self._quant_list()[0]
@@ -100,7 +107,7 @@ def _unknown(model_id: str, ids: list[str]) -> CatalogError:
     return CatalogError(f"unknown model {model_id!r}{hint}; `rigspark-plan models` lists them")
 
 
-def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
+def parse_catalog(raw: object, source: str = "models.json", order: tuple[str, ...] = ()) -> Catalog:
     """A catalog from its JSON, validated entry by entry: a bad entry is one error."""
     from pydantic import ValidationError
 
@@ -128,27 +135,88 @@ def parse_catalog(raw: object, source: str = "models.json") -> Catalog:
         seen.add(entry.id)
         entries.append(entry)
         specs.append(spec)
+    if order:  # what people run first (data/popularity.json), the rest as listed
+        rank = {model_id: i for i, model_id in enumerate(order)}
+        pairs = sorted(zip(entries, specs, strict=True), key=lambda p: rank.get(p[0].id, len(rank)))
+        entries, specs = [p[0] for p in pairs], [p[1] for p in pairs]
     catalog = Catalog(entries=tuple(entries), errors=tuple(errors))
     catalog._specs = tuple(specs)
     return catalog
 
 
-def load_catalog(path: Path | None = None) -> Catalog:
-    """The catalog, validated (its records kept for the same bytes: see `validated`)."""
+def merge_updates(shipped: Catalog, updates: Catalog) -> Catalog:
+    """The shipped catalog with the entries `models --update` read that it lacks (a
+    shipped entry, cited by hand, is never replaced by one read automatically)."""
+    known = {e.id for e in shipped.entries} | {s.hf_repo.lower() for s in shipped.specs()}
+    extra = [
+        (e, s)
+        for e, s in zip(updates.entries, updates.specs(), strict=True)
+        if e.id not in known and e.hf_repo.lower() not in known
+    ]
+    merged = Catalog(
+        entries=shipped.entries + tuple(e for e, _ in extra),
+        errors=shipped.errors + updates.errors,
+    )
+    merged._specs = shipped.specs() + tuple(s for _, s in extra)
+    return merged
+
+
+def load_catalog(path: Path | None = None, *, updates: bool = True) -> Catalog:
+    """The catalog, validated (its records kept for the same bytes: see `validated`),
+    in the order people run its models; the shipped one (no `path`) with the entries
+    `models --update` kept in the user cache, unless `updates` is False."""
     from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
 
+    shipped = path is None
     path = path or data_file("models.json")
     data = read_bytes(path, what="model catalog", error=CatalogError, max_bytes=MAX_CATALOG_BYTES)
     # a spec's quantization list and quality come from the quality data: kept with it
     quality = read_bytes(
         QUALITY_FILE(), what="quantization quality", error=CatalogError, max_bytes=1 << 20
     )
-    return read_validated(
-        data + b"\0" + quality,
+    order = popularity_order()
+    catalog = read_validated(
+        data + b"\0" + quality + b"\0" + "\n".join(order).encode(),
         kind="catalog",
         layout=layout_of(Catalog, CatalogEntry, ModelSpec, Geometry, QuantFile, Checkpoint),
-        validate=lambda _: parse_catalog(parse_json(data, path), path.name),
+        validate=lambda _: parse_catalog(parse_json(data, path), path.name, order),
     )
+    if shipped:
+        if updates:
+            from rigspark_gui.catalog.update import load_updates
+
+            extra = load_updates()
+            if extra is not None:
+                catalog = merge_updates(catalog, extra)
+        register_tags(catalog)
+    return catalog
+
+
+@lru_cache(maxsize=1)
+def popularity_order() -> tuple[str, ...]:
+    """Catalog ids, most run first (`data/popularity.json`, validated once per content
+    by `catalog.popularity`); an unreadable file leaves the catalog's own order."""
+    from rigspark_gui.catalog.validated import read_bytes, read_validated
+
+    path = data_file("popularity.json")
+
+    def validate(data: bytes) -> tuple[str, ...]:
+        from rigspark_gui.catalog.popularity import parse_popularity
+
+        return tuple(r.id for r in parse_popularity(data, path).ranking)
+
+    try:
+        raw = read_bytes(path, what="popularity file", error=CatalogError, max_bytes=1 << 20)
+        return read_validated(raw, kind="popularity", layout="ids", validate=validate)
+    except CatalogError:
+        return ()
+
+
+def register_tags(catalog: Catalog) -> None:
+    """Let the resolver find each entry by the Ollama tags it lists."""
+    from rigspark_gui.catalog.resolve import set_catalog_tags
+
+    set_catalog_tags({t.lower(): e.id for e in catalog.entries for t in e.ollama})
 
 
 def load_entry(model_id: str, path: Path | None = None) -> CatalogEntry:

@@ -4,7 +4,9 @@ Catalog ids and names, Ollama tags (`llama3.1:8b`, `qwen3:30b-a3b`,
 `gpt-oss:20b`, `llama3.1:8b-instruct-q4_K_M`), Hugging Face ids (`meta-llama/Llama-3.1-8B-
 Instruct`, GGUF repos with llama.cpp's `-hf repo:QUANT` form), LM Studio keys and GGUF
 file names all reduce to the same words; case, spaces and punctuation do not count. A
-quantization named anywhere in the text becomes the plan's fixed quantization.
+quantization named anywhere in the text becomes the plan's fixed quantization. An Ollama
+tag a catalog entry lists (what Ollama's library serves under it today) is taken as it is,
+before any word matching.
 
 Matching is by words, not by edit distance: every word the user typed must be a word of
 the model (its id, name, repository or parameter count), and among the models that
@@ -52,6 +54,35 @@ OLLAMA_DEFAULT_SIZE = {
     "codellama": "7b", "smollm 2": "1.7b", "tinyllama": "1.1b", "qwq": "32b",
     "deepseek r1": "8b", "falcon 3": "7b", "granite 3.3": "8b", "olmo 2": "7b",
 }  # fmt: skip
+
+
+# Ollama library tags the catalog's entries list (`models.json` "ollama"), tag -> id: what
+# `ollama pull TAG` serves today, ahead of any word match ("deepseek-r1:8b" is the
+# Qwen3-8B distill of R1-0528 now, not the Llama one the words would pick).
+_CATALOG_TAGS: dict[str, str] = {}
+
+
+def set_catalog_tags(tags: dict[str, str]) -> None:
+    _CATALOG_TAGS.clear()
+    _CATALOG_TAGS.update(tags)
+
+
+def _tagged(specs: Sequence[ModelSpec], body: str) -> ModelSpec | None:
+    """The entry an Ollama tag names: exactly, as `name` (its `latest`), or with the
+    variant and quantization after the size left off (`qwen3:8b-q4_K_M` is `qwen3:8b`)."""
+    if "/" in body or not _CATALOG_TAGS:
+        return None
+    text = body.strip().lower()
+    name, _, tag = text.partition(":")
+    tries = [text] if tag else [text, f"{text}:latest"]
+    if tag and "-" in tag:
+        tries.append(f"{name}:{tag.split('-', 1)[0]}")
+    by_id = {s.id: s for s in specs}
+    for t in tries:
+        model_id = _CATALOG_TAGS.get(t)
+        if model_id in by_id:
+            return by_id[model_id]
+    return None
 
 
 class Resolved(NamedTuple):
@@ -142,6 +173,9 @@ def resolve(specs: Sequence[ModelSpec], text: str) -> Resolved:
     for s in specs:
         if body == s.id or body.lower() == s.name.lower():
             return Resolved(s, None, "catalog id")
+    tagged = _tagged(specs, body)
+    if tagged is not None:
+        return Resolved(tagged, quant, "Ollama library tag")
     for s in specs:
         if s.hf_repo and repo_part.lower() == s.hf_repo.lower():
             return Resolved(s, quant, f"Hugging Face repo {s.hf_repo}")
@@ -173,6 +207,28 @@ def resolve(specs: Sequence[ModelSpec], text: str) -> Resolved:
     return Resolved(best.spec, quant, "name")
 
 
+def _size_value(size: str) -> float:
+    m = re.match(r"^(\d+)x(\d+(?:\.\d+)?)b$", size)
+    if m:
+        return float(m.group(1)) * float(m.group(2))
+    return float(size[:-1]) / (1000 if size.endswith("m") else 1)
+
+
+def dynamic_quant_message(quant: str, model_id: str, repo: str = "") -> str:
+    """Why an Unsloth dynamic mix (UD-Q4_K_XL...) cannot be planned from the catalog, and
+    what can: its file's header, or a standard llama-quantize mix of the same bits."""
+    core = quant.upper().removeprefix("UD-")
+    root, _, suffix = core.rpartition("_")
+    if suffix in ("XL", "L") and root:
+        core = f"{root}_M" if root in ("Q3_K", "Q4_K", "Q5_K") else root
+    return (
+        f"{quant} is Unsloth's dynamic mix: its tensor types are known only from the file "
+        f"(no published mix for {model_id} here). Plan the file itself with "
+        f"hf:{repo or 'unsloth/REPO-GGUF'}:{quant} (read from its header), or a standard "
+        f"mix of the same bits with --quant {core}"
+    )
+
+
 def _has(c: _Candidate, word: str) -> bool:
     # "qwen3 32": a bare number is also a size in billions
     return word in c.all or (word.isdigit() and f"{word}b" in c.all)
@@ -186,6 +242,20 @@ def _ambiguous(typed: str, passing: list[_Candidate]) -> CatalogError:
 
 def _unknown(typed: str, query: list[str], cands: list[_Candidate]) -> CatalogError:
     wanted = " ".join(query)
+    sizes = [w for w in query if _SIZE.match(w)]
+    if sizes:
+        # a size nobody has: never offer another size as if it were the one asked for
+        # ("gemma3:270m" is not the 27B); the same family's sizes are what to say
+        rest = [w for w in query if w not in sizes]
+        family = [c for c in cands if rest and all(w in c.all for w in rest)]
+        if family:
+            have = sorted({sz for c in family for sz in c.sizes}, key=_size_value)
+            return CatalogError(
+                f"unknown model {typed!r}: the catalog has no {' '.join(rest)} model of "
+                f"{', '.join(sizes)} (sizes it has: {', '.join(have)}); "
+                "`rigspark-plan models` lists them"
+            )
+        cands = [c for c in cands if not c.sizes or any(sz in c.sizes for sz in sizes)] or cands
 
     import difflib  # only for a name that matched nothing
 

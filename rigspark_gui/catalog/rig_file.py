@@ -52,11 +52,14 @@ def validate_rig(raw: object, source: str = "rig") -> Rig:
 
 
 def fill_rig(rig: Rig, database: Database) -> Rig:
-    """`rig` with the figures of the GPUs it names taken from the GPU database."""
+    """`rig` with the figures of the GPUs it names taken from the GPU database, and each
+    GPU's own overhead (backend context, Apple's working set) from the overhead table."""
+    from rigspark_gui.catalog.device_overhead import rig_with_overhead
+
     if callable(database):
         database = database() if rig.gpus else None
     if database is None:
-        return rig
+        return rig_with_overhead(rig)
     notes = list(rig.notes)
     filled = []
     for gpu in rig.gpus:
@@ -64,7 +67,7 @@ def fill_rig(rig: Rig, database: Database) -> Rig:
         filled.append(g)
         if note and note not in notes:
             notes.append(note)
-    return replace(rig, gpus=tuple(filled), notes=tuple(notes))
+    return rig_with_overhead(replace(rig, gpus=tuple(filled), notes=tuple(notes)))
 
 
 def load_rig(path: Path, database: Database) -> Rig:

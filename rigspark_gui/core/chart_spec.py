@@ -17,12 +17,14 @@ from rigspark_gui.core.serving import FORMATS, checkpoint_bytes
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import GIB, gib, speed_text
 
-SEGMENT_ROLES = ("weights", "kv", "compute", "reserve")
+SEGMENT_ROLES = ("weights", "kv", "compute", "projector", "draft", "reserve")
 # One meaning per colour in the window and in reports (always beside text, never alone).
 COLOURS = {
     "weights": "#4C78A8",
     "kv": "#F58518",
     "compute": "#54A24B",
+    "projector": "#B279A2",
+    "draft": "#EECA3B",
     "reserve": "#9D9D9D",
     "shortfall": "#E45756",
     "speed": "#72B7B2",
@@ -33,6 +35,8 @@ SEGMENT_LABELS = {
     "weights": "Weights",
     "kv": "KV cache",
     "compute": "Compute buffer",
+    "projector": "Projector (mmproj)",
+    "draft": "Draft model",
     "reserve": "Reserve",
     "shortfall": "Shortfall",
 }
@@ -93,6 +97,8 @@ def fit_chart(plan: Plan) -> FitChart:
             ("weights", b.weights_bytes),
             ("kv", b.kv_bytes),
             ("compute", b.compute_bytes),
+            ("projector", b.projector_bytes),
+            ("draft", b.draft_bytes),
             ("reserve", b.reserve_bytes),
         )
         segs, x = [], 0.0
@@ -225,8 +231,13 @@ def kv_memory_chart(
             compute = device_compute_bytes(g, sc, list(range(g.n_layer)), True)
             values.append((weights + kv_total_bytes(g, sc) + compute) / GIB)
         curves.append(Curve(label=k.value, contexts=tuple(ctxs), gib=tuple(values)))
+    # a vision projector's or a draft's memory is not the model's: the lines stop short of it
     limits = tuple(
-        LimitLine(label=f"{p.path.value} usable", gib=p.usable_bytes / GIB) for p in plan.paths
+        LimitLine(
+            label=f"{p.path.value} usable",
+            gib=(p.usable_bytes - p.breakdown.projector_bytes - p.breakdown.draft_bytes) / GIB,
+        )
+        for p in plan.paths
     )
     title = f"Weights at {quant} + KV cache + compute buffer, against each path's usable memory"
     return KvChart(curves=tuple(curves), limits=limits, quant=quant, title=title)

@@ -12,9 +12,10 @@ from enum import StrEnum
 RIG_SCHEMA_VERSION = 1
 GIB = 1 << 30
 MIB = 1 << 20
-# Driver/context footprint a GPU loses before any buffer is allocated. CUDA's context
-# alone is ~300-500 MiB on recent drivers; 250 MiB is the documented floor we assume
-# when the user gives no reserve (DESIGN §3).
+# Driver/context footprint a GPU loses before any buffer is allocated, where nothing
+# better is known: detection, rig files and what-if GPUs take their backend's sourced
+# figure from data/device_overhead.json instead (core/device_overhead.py); this is the
+# figure assumed for a backend nobody has measured, and for rigs built in code (DESIGN §3).
 DEFAULT_GPU_RESERVE_BYTES = 250 * MIB
 # Memory the operating system and desktop keep for themselves on the CPU side.
 DEFAULT_RAM_RESERVE_BYTES = 2 * GIB

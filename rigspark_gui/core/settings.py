@@ -136,6 +136,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_num_batched_tokens": (1, 1 << 24, False),
     "cpu_offload_gb": (0, 1 << 20, False),
     "fit_ctx": (1, MAX_CONTEXT, False),
+    "image_size": (1, 65536, False),
 }
 _ENUMS: dict[str, type[StrEnum]] = {
     "kv_k": KvCacheType,
@@ -183,6 +184,20 @@ class PlanSettings:
     fit: bool = True
     fit_target_mib: tuple[int, ...] = (DEFAULT_FIT_TARGET_MIB,)
     fit_ctx: int = DEFAULT_FIT_CTX
+    # how llama.cpp loads the weights the CPU holds: memory-mapped (True, its default),
+    # read into memory (False: `--load-mode none`, `--no-mmap` before b11434), or None:
+    # read in where the CPU backend repacks weights (the mapped pages would stay
+    # resident beside the repacked copy), mapped otherwise
+    mmap: bool | None = None
+    # the CPU backend's repacked weight copies (False: llama.cpp's --no-repack)
+    repack: bool = True
+    # the model's vision/audio projector: not loaded ("text only", llama.cpp's
+    # --no-mmproj); on the CPU (--no-mmproj-offload) rather than the first GPU; the
+    # largest image side in pixels to size its compute buffer for (None: the warm-up
+    # image clip.cpp reserves at load)
+    text_only: bool = False
+    mmproj_offload: bool = True
+    image_size: int | None = None
     # names of ENGINE_DEFAULTS left to the engine ("auto"); their fields hold what
     # they resolved to once a plan has resolved them
     engine_defaults: frozenset[str] = frozenset()

@@ -72,6 +72,37 @@ class Geometry(Boundary):
     )
     recurrent_r_values: int = Field(default=0, ge=0, description="conv state values per layer")
     recurrent_s_values: int = Field(default=0, ge=0, description="ssm state values per layer")
+    ssm_d_conv: int = Field(default=0, ge=0, le=64, description="Mamba/DeltaNet conv kernel")
+    ssm_d_inner: int = Field(default=0, ge=0, le=1 << 20, description="value heads x head dim")
+    ssm_d_state: int = Field(default=0, ge=0, le=1 << 14, description="state (key head) size")
+    ssm_dt_rank: int = Field(default=0, ge=0, le=1 << 14, description="value (time-step) heads")
+    ssm_n_group: int = Field(default=0, ge=0, le=1 << 14, description="groups (key heads)")
+    shortconv_l_cache: int = Field(default=0, ge=0, le=64, description="LFM2 conv length")
+    n_ff_per_layer: tuple[int, ...] | None = Field(
+        default=None, description="FFN width of each layer where it differs; 0 = no FFN"
+    )
+    moe_latent_size: int = Field(default=0, ge=0, le=1 << 20, description="latent MoE width")
+    head_dim_k_swa: int | None = Field(
+        default=None, gt=0, le=65536, description="K head dim of sliding-window layers"
+    )
+    head_dim_v_swa: int | None = Field(default=None, gt=0, le=65536)
+    n_layer_kv_from_start: int | None = Field(
+        default=None, ge=0, description="layers from here reuse an earlier layer's KV"
+    )
+    n_embd_per_layer: int = Field(
+        default=0, ge=0, le=1 << 16, description="per-layer embedding width (host memory)"
+    )
+    attention_k_eq_v: bool = Field(default=False, description="full layers use K as V")
+    n_altup: int = Field(default=0, ge=0, le=64, description="Gemma 3n AltUp inputs")
+    laurel_rank: int = Field(default=0, ge=0, le=1 << 16, description="Gemma 3n LAuReL rank")
+    indexer_n_head: int = Field(default=0, ge=0, le=4096, description="DSA indexer heads")
+    indexer_head_size: int = Field(default=0, ge=0, le=65536, description="DSA indexer key")
+    indexer_layers: tuple[int, ...] | None = Field(
+        default=None, description="layers with an indexer cache where not all have one"
+    )
+    n_layer_nextn: int = Field(
+        default=0, ge=0, le=16, description="MTP blocks at the end: no KV, skipped at load"
+    )
     context_length: int = Field(gt=0, le=1 << 24, description="trained context, tokens")
 
 

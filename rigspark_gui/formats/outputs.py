@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigspark_gui.core.device_overhead import DeviceOverheadEntry
 from rigspark_gui.core.fit import FitDevice, FitOutcome, FitStatus
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand
+from rigspark_gui.core.memory import ProjectorLoad
 from rigspark_gui.core.placement import DeviceLoad, Placement
 from rigspark_gui.core.plan import (
+    DraftLoad,
     KvComparisonRow,
     PathName,
     PathPlan,
@@ -60,7 +63,11 @@ class PlanOutput(CliOutput):
     paths: tuple[PathPlan, ...] = Field(description="every path planned, in order")
     recommended: PathName | None = Field(description="the path that runs it; null: none fits")
     placement: Placement | None = Field(description="the recommended (or nearest) path's")
-    device_loads: tuple[DeviceLoad, ...]
+    device_loads: tuple[DeviceLoad, ...] = Field(
+        description="each device's weights, attention KV (`kv_bytes`), recurrent state of a "
+        "hybrid model's linear-attention / Mamba / conv layers (`state_bytes`: f32 whatever "
+        "the KV cache type), compute and reserve"
+    )
     kv_comparison: tuple[KvComparisonRow, ...] = Field(
         description="the KV cache pairs the engine runs, most useful first, each path's "
         "largest context at one quantization (each limit's `quant`: the recommended "
@@ -84,8 +91,26 @@ class PlanOutput(CliOutput):
     fit_summary: str = Field(
         description="what llama.cpp alone would do against RigSpark's plan, in one sentence"
     )
+    draft: DraftLoad | None = Field(
+        description="a draft model for speculative decoding (-md): its quantization, -ngld, "
+        "KV types, bytes per device (also each device's `draft_bytes`) and the basis of "
+        "its speed (unknown without a cited acceptance rate: the speed shown is plain)"
+    )
+    projector: ProjectorLoad | None = Field(
+        description="the vision/audio projector (mmproj) loaded beside the model: its device, "
+        "weights and compute buffer at the image size it is sized for (also each device's "
+        "`projector_bytes`); null: none, or text only"
+    )
     suggestions: tuple[Suggestion, ...] = Field(
         description="the smallest changes that buy a better quantization or path"
+    )
+    smaller_models: tuple[Suggestion, ...] = Field(
+        description="when no quantization reaches the minimum speed: smaller catalog models "
+        "that do (same family first), each with its quantization and speed (`model_id`)",
+    )
+    device_overhead: tuple[DeviceOverheadEntry, ...] = Field(
+        description="each GPU's own overhead, the reserve every tally subtracts (backend "
+        "context; 0 for Metal, whose memory is the working set), with its basis and source"
     )
 
 

@@ -72,6 +72,20 @@ class PlanSettings(Boundary):
         description="--fit-target: MiB kept free per device (one value: every device)",
     )
     fit_ctx: int = Field(default=DEFAULT_FIT_CTX, ge=1, le=MAX_CONTEXT, description="--fit-ctx")
+    text_only: bool = Field(default=False, description="no vision/audio projector (--no-mmproj)")
+    mmproj_offload: bool = Field(
+        default=True, description="projector on the first GPU (False: --no-mmproj-offload)"
+    )
+    image_size: int | None = Field(
+        default=None, ge=1, le=65536, description="largest image side in pixels (None: warm-up)"
+    )
+    mmap: bool | None = Field(
+        default=None,
+        description="load the weights memory-mapped (llama.cpp's default); false: "
+        "--load-mode none (--no-mmap before b11434); null: without mmap where the CPU "
+        "repacks weights",
+    )
+    repack: bool = Field(default=True, description="false: llama.cpp's --no-repack")
 
     def to_record(self) -> Any:
         # "auto" values become the record's engine_defaults (make_settings reads them)

@@ -1,7 +1,8 @@
 """This machine's measured RAM bandwidth, kept between runs in the user cache.
 
 Keyed by what would change the figure (CPU model, core count, RAM size), so a moved
-home folder or a memory upgrade measures again. A busy measurement is never stored."""
+home folder or a memory upgrade measures again. A busy measurement is never taken for a
+calm one: it is kept apart, with the best of the busy runs, until a calm run replaces it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from rigspark_gui.user_dirs import cache_dir
 
 CACHE_NAME = "ram-bandwidth.json"
 MAX_CACHE_BYTES = 1 << 16
+# a busy machine's best figure is kept under its key with this suffix
+BUSY_SUFFIX = "|busy"
 
 
 def machine_key(cpu_name: str, cores: int | None, ram_total_bytes: int | None) -> str:
@@ -38,8 +41,8 @@ def _read() -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_bandwidth(key: str) -> tuple[float, Provenance] | None:
-    entry = _read().get(key)
+def _entry(key: str, busy: bool) -> tuple[float, Provenance] | None:
+    entry = _read().get(key + BUSY_SUFFIX if busy else key)
     if not isinstance(entry, dict):
         return None
     gbps, when, how = entry.get("gbps"), entry.get("measured_at"), entry.get("source")
@@ -49,15 +52,34 @@ def cached_bandwidth(key: str) -> tuple[float, Provenance] | None:
     return float(gbps), Provenance(basis=Basis.MEASURED, source=source)
 
 
-def store_bandwidth(key: str, gbps: float, source: str) -> bool:
-    """Keep a measurement; False when the cache folder cannot be written (not an error:
-    the next start measures again)."""
+def cached_bandwidth(key: str) -> tuple[float, Provenance] | None:
+    """This machine's figure measured while it was calm (None: none yet)."""
+    return _entry(key, busy=False)
+
+
+def busy_bandwidth(key: str) -> tuple[float, Provenance] | None:
+    """The best figure measured while the machine was busy, kept apart from the calm one:
+    used until a calm run replaces it, and raised by a better busy run."""
+    return _entry(key, busy=True)
+
+
+def store_bandwidth(
+    key: str, gbps: float, source: str, spread: float | None = None, *, busy: bool = False
+) -> bool:
+    """Keep a measurement with the spread of its rounds (a busy one apart, see
+    `busy_bandwidth`; a calm one retires it); False when the cache folder cannot be
+    written (not an error: the next start measures again)."""
     data = _read()
+    if not busy:
+        data.pop(key + BUSY_SUFFIX, None)
+    key = key + BUSY_SUFFIX if busy else key
     data[key] = {
         "gbps": gbps,
         "source": source,
         "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
+    if spread is not None:
+        data[key]["spread"] = spread
     path = _path()
     tmp: str | None = None
     try:

@@ -3,9 +3,11 @@
 No OS API reports it. We stream *read-only* over a buffer far beyond the last-level
 cache (decode reads weights, it writes almost nothing), one thread per physical core
 (numpy releases the GIL in reductions; one core alone cannot saturate several memory
-channels), after a warm-up pass, and keep the median of several runs with their spread.
-A machine busy with other work gives a low and noisy figure: then the result says so
-and is not cached (bandwidth_cache), so the next start measures again.
+channels), after a warm-up pass. Other work on the machine only ever lowers the figure,
+so the passes are taken in a few short rounds spread over a second or two, each round's
+median is its sustained figure, and the best round is kept, with the spread between the
+rounds. A machine busy in every round (or whose rounds spread too far) gives a figure
+that says so and is not cached (bandwidth_cache): the next start measures again.
 """
 
 from __future__ import annotations
@@ -16,27 +18,32 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from rigspark_gui.core.rig import MIB, Basis, Provenance
 
 MIN_BUFFER_BYTES = 512 * MIB
 MAX_BUFFER_BYTES = 2048 * MIB
-DEFAULT_REPEATS = 7
+DEFAULT_REPEATS = 9
 DEFAULT_TIME_BUDGET_S = 3.0
+# the passes are split into this many rounds, this far apart
+DEFAULT_ROUNDS = 3
+ROUND_PAUSE_S = 0.4
 MAX_THREADS = 32
 # Another process using more than this share of the CPU, or runs spreading more than
 # this around their median, makes the figure untrustworthy.
 BUSY_CPU_PERCENT = 40.0
-MAX_SPREAD = 0.25
+MAX_SPREAD = 0.4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BandwidthResult:
-    bandwidth_gbps: float  # median of the timed runs
+    bandwidth_gbps: float  # the best round's median: the best sustained figure
     buffer_bytes: int
     threads: int
     runs: int
-    spread: float = 0.0  # (max - min) / median of the runs
+    spread: float = 0.0  # (best - worst) / best of the rounds' medians
+    rounds: int = 1
     busy: bool = False  # measured while the machine was busy or unstable: not to be cached
     reason: str = ""
     provenance: Provenance
@@ -77,50 +84,80 @@ def _busy_percent() -> float | None:
         return None
 
 
+def _round(
+    pool: ThreadPoolExecutor, parts: list[Any], nbytes: int, passes: int, deadline: float
+) -> list[float]:
+    """One round: up to `passes` timed passes, stopping rather than overrunning."""
+    import numpy as np
+
+    rates: list[float] = []
+    while len(rates) < passes:
+        start = time.perf_counter()
+        list(pool.map(np.max, parts))
+        elapsed = time.perf_counter() - start
+        rates.append(nbytes / elapsed / 1e9)
+        if time.perf_counter() + elapsed > deadline:
+            break
+    return rates
+
+
 def _measure(
-    buffer_bytes: int, threads: int, repeats: int, time_budget_s: float, check_busy: bool
+    buffer_bytes: int,
+    threads: int,
+    repeats: int,
+    time_budget_s: float,
+    check_busy: bool,
+    rounds: int = DEFAULT_ROUNDS,
 ) -> BandwidthResult:
     import numpy as np  # only when measuring: ~0.3 s of the window's start-up otherwise
 
-    load_before = _busy_percent() if check_busy else None
     # Filling the buffer first makes the OS map every page, so the timed passes measure
     # memory, not page faults; the first pass after it is a warm-up and is not timed.
     data = np.ones(buffer_bytes // 8, dtype=np.uint64)
     parts = np.array_split(data, threads)
-    deadline = time.perf_counter() + time_budget_s
-    rates: list[float] = []
+    rounds = max(1, min(rounds, repeats))
+    per_round = max(1, repeats // rounds)
+    budget = time_budget_s / rounds
+    medians: list[float] = []
+    loads: list[float] = []
+    n_runs = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(np.max, parts))
-        while len(rates) < repeats:
-            start = time.perf_counter()
-            list(pool.map(np.max, parts))
-            elapsed = time.perf_counter() - start
-            rates.append(data.nbytes / elapsed / 1e9)
-            # Stop early rather than overrun: the next run would take about as long.
-            if len(rates) >= 3 and time.perf_counter() + elapsed > deadline:
-                break
-    median = statistics.median(rates)
-    spread = (max(rates) - min(rates)) / median if median > 0 else 0.0
+        for r in range(rounds):
+            if r:
+                time.sleep(ROUND_PAUSE_S)  # spread over time: a burst of other work passes
+            load = _busy_percent() if check_busy else None
+            if load is not None:
+                loads.append(load)
+            passes = per_round if r < rounds - 1 else repeats - per_round * (rounds - 1)
+            rates = _round(pool, parts, data.nbytes, max(1, passes), time.perf_counter() + budget)
+            n_runs += len(rates)
+            medians.append(statistics.median(rates))
+    best = max(medians)
+    spread = (best - min(medians)) / best if best > 0 else 0.0
     reason = ""
-    if load_before is not None and load_before > BUSY_CPU_PERCENT:
-        reason = f"the machine was busy ({load_before:.0f} % CPU in use before measuring)"
+    calm = [x for x in loads if x <= BUSY_CPU_PERCENT]
+    if loads and not calm:
+        reason = f"the machine was busy ({min(loads):.0f} % CPU in use or more while measuring)"
     elif spread > MAX_SPREAD:
-        reason = f"the runs spread {spread:.0%} around their median"
-    gbps = round(median, 1)
+        reason = f"the rounds spread {spread:.0%} below the best"
+    gbps = round(best, 1)
     plural = "s" if threads != 1 else ""
     return BandwidthResult(
         bandwidth_gbps=gbps,
         buffer_bytes=data.nbytes,
         threads=threads,
-        runs=len(rates),
+        runs=n_runs,
         spread=round(spread, 3),
+        rounds=len(medians),
         busy=bool(reason),
         reason=reason,
         provenance=Provenance(
             basis=Basis.MEASURED,
             source=(
                 f"read-only stream over {data.nbytes // MIB} MiB on {threads} thread{plural}, "
-                f"median of {len(rates)} runs (spread {spread:.0%})"
+                f"best median of {len(medians)} rounds {ROUND_PAUSE_S:g} s apart, "
+                f"{n_runs} runs (spread {spread:.0%})"
                 + (f"; unreliable: {reason}" if reason else "")
             ),
         ),
@@ -134,6 +171,7 @@ def measure_ram_bandwidth(
     repeats: int = DEFAULT_REPEATS,
     time_budget_s: float = DEFAULT_TIME_BUDGET_S,
     check_busy: bool = True,
+    rounds: int = DEFAULT_ROUNDS,
 ) -> BandwidthResult:
     """Measure once per process and buffer/thread setting; later calls return the
     in-process cache (a busy result is not kept)."""
@@ -145,7 +183,7 @@ def measure_ram_bandwidth(
     with _lock:
         cached = _cache.get(key)
         if cached is None:
-            cached = _measure(size, n_threads, max(1, repeats), time_budget_s, check_busy)
+            cached = _measure(size, n_threads, max(1, repeats), time_budget_s, check_busy, rounds)
             if not cached.busy:
                 _cache[key] = cached
     return cached

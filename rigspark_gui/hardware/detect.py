@@ -19,8 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from rigspark_gui.core.device_overhead import DeviceOverheadTable
 from rigspark_gui.core.rig import Basis, Cpu, Gpu, Provenance, Rig
 from rigspark_gui.hardware import amd, apple, bandwidth_cache, bandwidth_probe, cpu, nvidia
+from rigspark_gui.hardware.overhead import detected_with_overhead
 
 T = TypeVar("T")
 
@@ -91,12 +93,15 @@ def detect(
     cached_bandwidth: bool = True,
     system: str | None = None,
     sysfs_root: Path = Path("/sys"),
+    overhead: DeviceOverheadTable | None = None,
 ) -> Rig:
     """Detect GPUs, CPU, RAM and disk; fill GPU figures from `database` when given.
 
     RAM bandwidth: measured when `probe_bandwidth` (and then kept for this machine), else
     taken from this machine's earlier measurement when `cached_bandwidth`.
     `system` (as `platform.system()` names it) and `sysfs_root` exist for tests.
+    Each GPU's reserve is its backend's context from `overhead` (default: the program's
+    data/device_overhead.json), the figure every plan then subtracts.
     """
     system = system or platform.system()
     notes: list[str] = []
@@ -111,7 +116,11 @@ def detect(
         if system == "Linux"
         else None
     )
-    apple_probe = _Probe("Apple", apple.probe_apple).start() if system == "Darwin" else None
+    apple_probe = (
+        _Probe("Apple", lambda: apple.probe_apple(table=overhead)).start()
+        if system == "Darwin"
+        else None
+    )
     bandwidth = (
         _Probe("RAM bandwidth", bandwidth_probe.measure_ram_bandwidth).start()
         if probe_bandwidth
@@ -157,8 +166,8 @@ def detect(
     if host is not None:
         cpu_model = host.cpu
         key = bandwidth_cache.machine_key(cpu_model.name, cpu_model.cores, host.ram_total_bytes)
-        if bw is not None and not bw.busy:
-            bandwidth_cache.store_bandwidth(key, bw.bandwidth_gbps, bw.provenance.source)
+        if bw is not None:
+            bw = keep_bandwidth(key, bw)
         if bw is None and cached_bandwidth:
             hit = bandwidth_cache.cached_bandwidth(key)
             if hit is not None:
@@ -188,7 +197,7 @@ def detect(
     if unified_memory:
         rig_prov["unified_memory"] = Provenance(basis=Basis.MEASURED, source="Apple silicon")
 
-    return Rig(
+    rig = Rig(
         name="This machine",
         gpus=tuple(gpus),
         ram_total_bytes=ram_total or 0,
@@ -196,9 +205,10 @@ def detect(
         cpu=cpu_model,
         disk_free_bytes=disk_free,
         unified_memory=unified_memory,
-        notes=tuple(notes),
         provenance=rig_prov,
     )
+    rig = detected_with_overhead(rig, system, overhead, notes)
+    return replace(rig, notes=tuple(notes))
 
 
 def to_json(rig: Rig) -> str:
@@ -211,14 +221,37 @@ def machine_key_of(rig: Rig) -> str:
     return bandwidth_cache.machine_key(rig.cpu.name, rig.cpu.cores, rig.ram_total_bytes)
 
 
-def with_measured_bandwidth(rig: Rig) -> tuple[Rig, bandwidth_probe.BandwidthResult]:
-    """`rig` with this machine's RAM bandwidth measured now (kept for later runs unless the
-    machine was busy, in which case the figure is still used once, marked unreliable)."""
-    result = bandwidth_probe.measure_ram_bandwidth()
+def keep_bandwidth(
+    key: str, result: bandwidth_probe.BandwidthResult
+) -> bandwidth_probe.BandwidthResult:
+    """Keep a measurement for this machine: a calm one as its figure; a busy one apart,
+    the figure to use being the best of the busy runs so far (a busy machine only ever
+    lowers it)."""
     if not result.busy:
         bandwidth_cache.store_bandwidth(
-            machine_key_of(rig), result.bandwidth_gbps, result.provenance.source
+            key, result.bandwidth_gbps, result.provenance.source, result.spread
         )
+        return result
+    earlier = bandwidth_cache.busy_bandwidth(key)
+    if earlier is None or earlier[0] <= result.bandwidth_gbps:
+        bandwidth_cache.store_bandwidth(
+            key, result.bandwidth_gbps, result.provenance.source, result.spread, busy=True
+        )
+        return result
+    source = f"{earlier[1]}; the best of the busy runs so far (now: {result.reason})"
+    return replace(
+        result,
+        bandwidth_gbps=earlier[0],
+        provenance=replace(result.provenance, source=source),
+    )
+
+
+def with_measured_bandwidth(rig: Rig) -> tuple[Rig, bandwidth_probe.BandwidthResult]:
+    """`rig` with this machine's RAM bandwidth measured now, kept for later runs. A busy
+    machine's figure is marked unreliable and kept apart: the next run measures again, and
+    the best figure of the busy runs so far is used (a busy machine only ever lowers it),
+    so one burst of other work does not change the answer from run to run."""
+    result = keep_bandwidth(machine_key_of(rig), bandwidth_probe.measure_ram_bandwidth())
     cpu_model = replace(
         rig.cpu,
         memory_bandwidth_gbps=result.bandwidth_gbps,

@@ -89,7 +89,8 @@ def predicted_buffers(
         pred[(d, BufferKind.MODEL)] = load.weights_bytes - repacked
         if repacked:
             pred[(d, BufferKind.REPACK)] = repacked
-        pred[(d, BufferKind.KV)] = load.kv_bytes
+        # llama.cpp's RS (recurrent state) buffers are read as KV buffers (load_log.py)
+        pred[(d, BufferKind.KV)] = load.kv_bytes + load.state_bytes
         pred[(d, BufferKind.COMPUTE)] = load.compute_bytes - (out_planned if d == CPU else 0)
         if d == CPU:
             pred[(d, BufferKind.OUTPUT)] = out_real

@@ -24,13 +24,14 @@ from rigspark_gui.core.fit import FitOutcome
 from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model import Geometry, ModelSpec
-from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, device_loads
+from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement
 from rigspark_gui.core.plan import (
     KvComparisonRow,
     PathName,
     PathPlan,
     Resolved,
     Suggestion,
+    loads_with_beside,
     plan,
 )
 from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
@@ -266,7 +267,8 @@ def _assumptions(
         if s.min_tok_s > 0:
             text += (
                 f" Auto chose the best quality reaching {s.min_tok_s:g} tok/s, else the "
-                "fastest that fits."
+                "fastest no worse than moderate loss (speeds within 25 % a tie kept at the "
+                "better quality)."
             )
         else:
             text += " Auto chose the best quality that fits (no minimum speed)."
@@ -341,10 +343,9 @@ def build_report(
     if serving:
         loads = result.device_loads
     elif placement is not None:
-        repack = repack_for(spec, layout.quant, rig.cpu.features)
-        loads = device_loads(
-            placement, spec.geometry, layout, rig, result.settings, cpu_repack=repack
-        )
+        repack = repack_for(spec, layout.quant, rig.cpu.features, result.settings)
+        # the projector and a draft model on their devices, as the plan counts them
+        loads = loads_with_beside(placement, spec, layout, rig, result.settings, None, repack)
         commands = launch_commands(placement, spec, quant, result.settings, rig)
     return PlanReport(
         title=title or f"{spec.name} on {rig_title(rig)}",

@@ -82,6 +82,8 @@ def summary(report: PlanReport) -> str:
     )
     if rec.choice:
         text += f" {rec.choice}."
+    if rec.cpu_loading is not None and rec.cpu_loading.flag:
+        text += f" {rec.cpu_loading.note}."
     return text
 
 
@@ -204,13 +206,18 @@ def _kv_table(report: PlanReport) -> Table:
     )
 
 
-def _load_row(d: DeviceLoad) -> tuple[str, ...]:
+def _load_row(
+    d: DeviceLoad, state: bool = False, projector: bool = False, draft: bool = False
+) -> tuple[str, ...]:
     return (
         d.device,
         units_span(d.units),
         human_bytes(d.weights_bytes),
         human_bytes(d.kv_bytes),
+        *((human_bytes(d.state_bytes),) if state else ()),
         human_bytes(d.compute_bytes),
+        *((human_bytes(d.projector_bytes),) if projector else ()),
+        *((human_bytes(d.draft_bytes),) if draft else ()),
         human_bytes(d.reserve_bytes),
         human_bytes(d.total_bytes),
         human_bytes(d.capacity_bytes),
@@ -323,6 +330,11 @@ def report_blocks(report: PlanReport) -> list[Block]:
     if report.placement_edited:
         label = "edited by hand in the Layers tab"
     blocks.append(Heading(f"Placement per device ({report.placement_path.value}, {label})"))
+    # a hybrid model's recurrent state (f32, per sequence) apart from the attention KV
+    state = any(d.state_bytes for d in report.device_loads)
+    # the vision/audio projector (mmproj) beside the model, its own column
+    mm = any(d.projector_bytes for d in report.device_loads)
+    dr = any(d.draft_bytes for d in report.device_loads)  # a draft model (-md)
     blocks.append(
         Table(
             (
@@ -330,14 +342,17 @@ def report_blocks(report: PlanReport) -> list[Block]:
                 "Layers",
                 "Weights",
                 "KV",
+                *(("Recurrent state",) if state else ()),
                 "Compute",
+                *(("Projector",) if mm else ()),
+                *(("Draft model",) if dr else ()),
                 "Reserve",
                 "Total",
                 "Capacity",
                 "Verdict",
             ),
-            tuple(_load_row(d) for d in report.device_loads),
-            numeric=frozenset(range(2, 8)),
+            tuple(_load_row(d, state, mm, dr) for d in report.device_loads),
+            numeric=frozenset(range(2, 8 + state + mm + dr)),
             name="placement",
         )
     )

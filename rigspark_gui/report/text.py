@@ -5,10 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement, Verdict
-from rigspark_gui.core.plan import PathName, PathPlan, Plan, RankedModel, RankVerdict, Suggestion
+from rigspark_gui.core.plan import (
+    QUALITY_FLOOR,
+    PathName,
+    PathPlan,
+    Plan,
+    RankedModel,
+    RankVerdict,
+    Suggestion,
+)
 from rigspark_gui.core.serving import GpuBudget, ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import gib, human_bytes, param_text, speed_text, tokens
+from rigspark_gui.report.projector_words import draft_sentence, projector_sentence
 
 
 def path_label(p: PathPlan) -> str:
@@ -88,7 +97,10 @@ def auto_rule(s: PlanSettings) -> str:
     if s.quant is not None:
         return f"quantization fixed at {s.quant}"
     if s.min_tok_s > 0:
-        return f"Auto: best quality reaching {s.min_tok_s:g} tok/s, else the fastest"
+        return (
+            f"Auto: best quality reaching {s.min_tok_s:g} tok/s, else the best trade-off "
+            f"no worse than {QUALITY_FLOOR}"
+        )
     return "Auto: best quality that fits"
 
 
@@ -117,6 +129,8 @@ def format_plan(plan: Plan) -> str:
         rec = next(p for p in plan.paths if p.path is plan.recommended)
         if rec.choice:
             lines.append(f"  {rec.choice}")
+        if rec.cpu_loading is not None:
+            lines.append(f"  {rec.cpu_loading.note}")
         if rec.quality is not None:
             lines.append(f"  Quality: {rec.quality.label} ({short_basis(rec.quality.basis)})")
         if len(rec.ladder) > 1:
@@ -128,12 +142,19 @@ def format_plan(plan: Plan) -> str:
         lines += ["", format_serving(plan.serving)]
     if plan.device_loads:
         lines += ["", format_loads(plan.device_loads)]
+    if plan.projector is not None:
+        lines.append("  " + projector_sentence(plan.projector))
+    if plan.draft is not None:
+        lines.append("  " + draft_sentence(plan.draft))
     if plan.kv_comparison:
         lines += ["", "KV cache precision (memory at this context; largest context per path):"]
         for row in plan.kv_comparison:
             pair = row.kv_k.value if row.kv_k == row.kv_v else f"{row.kv_k.value}/{row.kv_v.value}"
             limits = ", ".join(f"{lim.path.value} {tokens(lim.max_context)}" for lim in row.limits)
             lines.append(f"  {pair:<14} {gib(row.kv_bytes, 2):>10}   {limits}")
+        if plan.kv_comparison[0].state_bytes:
+            st = human_bytes(plan.kv_comparison[0].state_bytes)
+            lines.append(f"  plus {st} of recurrent state: f32 under every cache type")
     if plan.launch is not None:
         lines += ["", "Launch, in order:", plan.launch.text]
         lines += [f"  Note: {n}" for n in plan.launch.notes]
@@ -217,11 +238,20 @@ def format_loads(loads: tuple[DeviceLoad, ...]) -> str:
     # wider only for a long name (another host's CPU, `rpc-cpu:HOST`)
     width = max([8, *(len(d.device) for d in loads)])
     pad = " " * (width - 8)
-    rows = [f"Per device:{pad}      weights        KV   compute   reserve     total  capacity"]
+    mm = any(d.projector_bytes for d in loads)
+    st = any(d.state_bytes for d in loads)  # a hybrid model's recurrent state, f32
+    head = f"Per device:{pad}      weights        KV" + ("     state" if st else "")
+    dr = any(d.draft_bytes for d in loads)  # a draft model (-md)
+    head += "   compute" + (" projector" if mm else "") + ("     draft" if dr else "")
+    rows = [f"{head}   reserve     total  capacity"]
     for d in loads:
         rows.append(
             f"  {d.device:<{width}} {human_bytes(d.weights_bytes):>10} {human_bytes(d.kv_bytes):>9}"
-            f" {human_bytes(d.compute_bytes):>9} {human_bytes(d.reserve_bytes):>9}"
+            + (f" {human_bytes(d.state_bytes):>9}" if st else "")
+            + f" {human_bytes(d.compute_bytes):>9}"
+            + (f" {human_bytes(d.projector_bytes):>9}" if mm else "")
+            + (f" {human_bytes(d.draft_bytes):>9}" if dr else "")
+            + f" {human_bytes(d.reserve_bytes):>9}"
             f" {human_bytes(d.total_bytes):>9} {human_bytes(d.capacity_bytes):>9}"
             f"  {d.verdict.value}"
         )
@@ -280,6 +310,12 @@ def suggestion_line(i: Suggestion) -> str:
     q = i.quality.label if i.quality is not None else i.quant
     speed = f", {speed_text(i.tok_s)}" if i.tok_s is not None else ""
     return f"{i.change} → {q} on {i.path}{speed} (cost: {i.cost})"
+
+
+def format_smaller(ideas: Sequence[Suggestion], min_tok_s: float) -> str:
+    lines = ["", f"Smaller models that reach {min_tok_s:g} tok/s here:"]
+    lines += [f"  - {suggestion_line(i)}" for i in ideas]
+    return "\n".join(lines)
 
 
 def format_suggestions(ideas: Sequence[Suggestion]) -> str:

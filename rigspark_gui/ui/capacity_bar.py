@@ -1,4 +1,5 @@
-"""A device's memory as a stacked bar: weights, KV, compute, reserve against capacity.
+"""A device's memory as a stacked bar: weights, KV, a hybrid model's recurrent state,
+compute, reserve against capacity.
 
 The state is always spelled out in text beside the colours (fits / tight / OVER by ...),
 so the bar never relies on colour alone.
@@ -17,7 +18,10 @@ from rigspark_gui.core.units import gib
 SEGMENTS: tuple[tuple[str, QColor], ...] = (
     ("weights", QColor("#0072B2")),
     ("KV cache", QColor("#E69F00")),
+    ("recurrent state", QColor("#009E73")),
     ("compute", QColor("#CC79A7")),
+    ("projector", QColor("#56B4E9")),
+    ("draft model", QColor("#F0E442")),
     ("reserve", QColor("#999999")),
 )
 OVER_COLOUR = QColor("#D55E00")
@@ -33,11 +37,28 @@ def load_text(load: DeviceLoad) -> str:
 
 
 def load_tooltip(load: DeviceLoad) -> str:
+    state = (
+        f"recurrent state {gib(load.state_bytes, 2)} (f32 per sequence on the linear-"
+        "attention / Mamba / conv layers, whatever the KV cache type)\n"
+        if load.state_bytes
+        else ""
+    )
     text = (
         f"{load.name}\nweights {gib(load.weights_bytes, 2)}\nKV cache {gib(load.kv_bytes, 2)}\n"
-        f"compute buffer {gib(load.compute_bytes, 2)}\nreserve {gib(load.reserve_bytes, 2)}\n"
+        f"{state}compute buffer {gib(load.compute_bytes, 2)}\n"
+        f"reserve {gib(load.reserve_bytes, 2)}\n"
         f"total {gib(load.total_bytes, 2)} of {gib(load.capacity_bytes, 2)}"
     )
+    if load.projector_bytes:
+        text += (
+            f"\nprojector {gib(load.projector_bytes, 2)}: the vision/audio projector (mmproj), "
+            "weights and compute buffer"
+        )
+    if load.draft_bytes:
+        text += (
+            f"\ndraft model {gib(load.draft_bytes, 2)}: its weights, KV cache and compute "
+            "buffer (speculative decoding, -md)"
+        )
     if load.input_copies > 1:
         text += (
             f"\nThe compute buffer holds {load.input_copies} copies of this device's inputs:"
@@ -68,7 +89,15 @@ class _Bar(QWidget):
         if load is not None:
             scale = max(load.capacity_bytes, load.total_bytes, 1)
             x = rect.left()
-            values = (load.weights_bytes, load.kv_bytes, load.compute_bytes, load.reserve_bytes)
+            values = (
+                load.weights_bytes,
+                load.kv_bytes,
+                load.state_bytes,
+                load.compute_bytes,
+                load.projector_bytes,
+                load.draft_bytes,
+                load.reserve_bytes,
+            )
             for (_, colour), value in zip(SEGMENTS, values, strict=True):
                 w = rect.width() * value / scale
                 p.fillRect(QRectF(x, rect.top(), w, rect.height()), colour)
@@ -133,3 +162,18 @@ class CapacityBar(QWidget):
         self.setToolTip(tip)
         self.setAccessibleName("memory load")
         self.setAccessibleDescription(text)
+
+
+def segment_legend(parent: QWidget) -> QLabel:
+    """The segments' colours and names; it wraps between entries, never inside one, so a
+    long legend does not widen the window."""
+    label = QLabel(
+        " &nbsp;".join(
+            f'<span style="color:{c.name()}">■</span>&nbsp;{n.replace(" ", "&nbsp;")}'
+            for n, c in SEGMENTS
+        ),
+        parent,
+    )
+    label.setToolTip("Each lane's bar stacks these against the device's memory")
+    label.setWordWrap(True)
+    return label

@@ -192,6 +192,12 @@ class CatalogTab(QWidget):
     def _on_ranked(self, gen: int, rows: list[RankedModel]) -> None:
         if gen != self._generation:
             return
+        # within each verdict, the models people run first: the session lists the catalog
+        # in that order (data/popularity.json), the models on this computer before it
+        run_order = {spec.id: i for i, spec in enumerate(self.session.specs)}
+        rows = sorted(
+            rows, key=lambda r: (VERDICT_ORDER[r.verdict], run_order.get(r.model_id, 1 << 30))
+        )
         self.model.set_rows(rows)
         n_fit = sum(1 for r in rows if r.verdict is RankVerdict.FITS)
         n_slow = sum(1 for r in rows if r.verdict is RankVerdict.SLOW)

@@ -281,7 +281,7 @@ class FitChartWidget(PlotWidget):
         super().__init__("GiB", parent)
         self.spec: FitChart | None = None
         self._pool = _ItemPool(self.plot)
-        roles = ("weights", "kv", "compute", "reserve", "shortfall")
+        roles = ("weights", "kv", "compute", "projector", "draft", "reserve", "shortfall")
         self.set_legend([(COLOURS[r], SEGMENT_LABELS[r], r == "shortfall") for r in roles])
         self._styles = {r: self._style(r) for r in roles}
         # the margin kept free, drawn so that a bar ending just short of the limit line

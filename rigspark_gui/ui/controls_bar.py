@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.units import parse_token_count
+from rigspark_gui.ui.draft_combo import DraftCombo, draft_candidates
 from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.quant_combo import QuantCombo
 from rigspark_gui.ui.session import PlannerSession
@@ -88,7 +89,7 @@ class ControlsBar(QWidget):
         self.quant = QuantCombo()
         self.quant.setToolTip(
             "Auto picks the best quality that fits and reaches the minimum speed "
-            "(else the fastest that fits); or fix one quantization"
+            "(else the fastest no worse than moderate loss); or fix one quantization"
         )
         self.quant.currentIndexChanged.connect(self._on_quant)
 
@@ -153,6 +154,16 @@ class ControlsBar(QWidget):
             "the KV cache runs it"
         )
         self.flash_attn.stateChanged.connect(self._on_fa_state)
+        self.text_only = QCheckBox("Text only")
+        self.text_only.setToolTip(
+            "Leave the model's vision/audio projector out (llama.cpp --no-mmproj): no "
+            "images, and its weights and compute buffer are freed"
+        )
+        self.text_only.toggled.connect(lambda on: self._update(text_only=on))
+        self.draft = DraftCombo()
+        self.draft.currentIndexChanged.connect(
+            lambda _i: None if self._syncing else session.set_draft(self.draft.currentData())
+        )
         self.parallel = QSpinBox()
         self.parallel.setRange(0, 256)
         self.parallel.setSpecialValueText("auto")
@@ -201,7 +212,8 @@ class ControlsBar(QWidget):
         self.min_speed.setKeyboardTracking(False)
         self.min_speed.setToolTip(
             "Auto picks the best quality whose estimated decode speed reaches this; when "
-            "none does, the fastest that fits. 0 (off) = the best quality that fits"
+            "none does, the fastest no worse than moderate loss, and smaller models that "
+            "reach it. 0 (off) = the best quality that fits"
         )
         self.min_speed.valueChanged.connect(lambda v: self._update(min_tok_s=float(v)))
 
@@ -248,6 +260,15 @@ class ControlsBar(QWidget):
         bottom.addWidget(self.gpu_backend)
         bottom.addStretch(1)
         rows.addLayout(bottom)
+        # what loads beside the model: the window puts it on the tabs' row (the three rows
+        # above are as wide as a 1024 px window allows, and a fourth would cost the tabs
+        # their height)
+        self.beside = QWidget()
+        beside = QHBoxLayout(self.beside)
+        beside.setContentsMargins(0, 0, 4, 0)
+        beside.addWidget(self.text_only)
+        beside.addWidget(labelled("&Draft", self.draft))
+        beside.addWidget(self.draft)
 
         session.settings_changed.connect(self.show_settings)
         session.plan_changed.connect(self._show_resolved)
@@ -306,6 +327,7 @@ class ControlsBar(QWidget):
                 else Qt.CheckState.Unchecked
             )
             self.parallel.setValue(0 if s.is_auto("parallel") else s.parallel)
+            self.text_only.setChecked(s.text_only)
             self.prompt.setValue(s.prompt_tokens)
             self.backend.setCurrentIndex(self.backend.findData(s.backend.value))
             self._offer_kv_types(s.backend)
@@ -334,6 +356,8 @@ class ControlsBar(QWidget):
             for label, n in PRESETS:
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
+            self.text_only.setEnabled(spec.projector is not None)
+            self.draft.set_candidates(draft_candidates(spec, self.session.specs))
             self.quant.set_model(spec)
             self._quant_serving = False
         finally:

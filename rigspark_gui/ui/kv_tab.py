@@ -29,7 +29,13 @@ from PySide6.QtWidgets import (
 
 from rigspark_gui.core.chart_spec import COLOURS, kv_chart_types, kv_memory_chart
 from rigspark_gui.core.model import KvCacheType, ModelSpec, loss_words
-from rigspark_gui.core.plan import COMMON_KV_PAIRS, KvComparisonRow, Plan, kv_comparison
+from rigspark_gui.core.plan import (
+    COMMON_KV_PAIRS,
+    KvComparisonRow,
+    Plan,
+    kv_comparison,
+    rig_beside,
+)
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
 from rigspark_gui.core.units import gib, human_bytes, tokens
@@ -66,7 +72,7 @@ def _comparison(
     quality = load_quality()
     rows = kv_comparison(
         spec,
-        rig,
+        rig_beside(rig, plan.projector, plan.draft),  # set aside first, as the plan did
         s,
         plan.paths,
         all_pairs=True,
@@ -179,10 +185,24 @@ class KvTab(QWidget):
         spec = self.session.spec
         name = spec.name if spec is not None else ""
         at = f" with the weights at {quant} (the recommended quantization)" if quant else ""
+        mm = self.session.plan.projector if self.session.plan is not None else None
+        room = (
+            f", beside the projector ({gib(mm.device_bytes, 2)} on {mm.device}; Text only frees it)"
+            if mm is not None
+            else ""
+        )
+        state = rows[0].state_bytes if rows else 0
+        # a hybrid model's recurrent state: the same under every pair (f32)
+        beside = (
+            f" Beside it, {gib(state, 2)} of recurrent state (f32, per sequence) that no "
+            "cache type changes."
+            if state
+            else ""
+        )
         self.status.setText(
             f"The K/V cache pairs {backend.label} runs, for {name} at "
             f"{tokens(self.session.settings.context)} context. Max context: the largest "
-            f"each path holds{at}."
+            f"each path holds{at}{room}.{beside}"
         )
         self._select_current()
 
@@ -243,7 +263,13 @@ class KvTab(QWidget):
             (
                 gib(row.kv_bytes, 2),
                 f"{human_bytes(row.bytes_per_token)} per token ({row.bytes_per_token:,} B); "
-                f"{row.kv_bytes:,} B at the current context",
+                f"{row.kv_bytes:,} B at the current context"
+                + (
+                    f"\nplus {row.state_bytes:,} B of recurrent state on the linear-attention / "
+                    "Mamba / conv layers: f32, the same under every cache type"
+                    if row.state_bytes
+                    else ""
+                ),
             ),
         ]
         for lim in row.limits:

@@ -49,7 +49,6 @@ from rigspark_gui.core.placement import (
     OUTPUT,
     DeviceLoad,
     Placement,
-    device_loads,
     even_split,
     fill_fastest_first,
     rig_devices,
@@ -61,8 +60,9 @@ from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.ui import dialogs
-from rigspark_gui.ui.capacity_bar import SEGMENTS
+from rigspark_gui.ui.capacity_bar import segment_legend
 from rigspark_gui.ui.device_lane import DeviceLane, device_name, host_groups, host_title
+from rigspark_gui.ui.lane_loads import lane_loads
 from rigspark_gui.ui.lane_model import LaneModel, device_label
 from rigspark_gui.ui.layers_readout import placement_launch, placement_summary, strip_blocks
 from rigspark_gui.ui.layers_toolbar import LayersToolbar, tab_action, undo_redo_actions
@@ -94,11 +94,7 @@ class LayersTab(QWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message = QLabel("", self)
         self.message.setWordWrap(True)
-        legend = QLabel(
-            "  ".join(f'<span style="color:{c.name()}">■</span> {n}' for n, c in SEGMENTS)
-            + "  — against each device's memory",
-            self,
-        )
+        legend = segment_legend(self)
         self._lanes_box = QHBoxLayout()
         self._lanes_box.setSpacing(8)
 
@@ -166,7 +162,7 @@ class LayersTab(QWidget):
         self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
         self._quant = quant
         self._layout = weights_layout(spec, quant)
-        self._repack = repack_for(spec, quant, rig.cpu.features)
+        self._repack = repack_for(spec, quant, rig.cpu.features, settings)
         self._kv_layers = kv_bytes_per_layer(spec.geometry, settings)
         if keep:
             current = self._document.placement
@@ -540,9 +536,8 @@ class LayersTab(QWidget):
             self._update_enabled()
             return
         assert p is not None and self._spec and self._rig and self._settings and self._layout
-        g = self._spec.geometry
-        self._loads = device_loads(
-            p, g, self._layout, self._rig, self._settings, self._kv_layers, cpu_repack=self._repack
+        self._loads = lane_loads(
+            p, self._spec, self._layout, self._rig, self._settings, self._kv_layers, self._repack
         )
         by_device = {x.device: x for x in self._loads}
         strips = strip_blocks(p, self._layout, self._kv_layers)

@@ -34,6 +34,7 @@ from rigspark_gui.calibrate import with_local_calibration
 from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
 from rigspark_gui.catalog.models import load_catalog
 from rigspark_gui.catalog.perf import load_perf
+from rigspark_gui.catalog.projectors import with_catalog_projectors
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.plan import Plan
@@ -138,6 +139,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.serving_tab, "&Serving")
         self.tabs.setTabVisible(self.tabs.indexOf(self.serving_tab), False)
         self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.tabs.setCornerWidget(self.controls.beside, Qt.Corner.TopRightCorner)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         self.problem.setStyleSheet("color: #B03030; font-weight: bold;")
@@ -222,6 +224,7 @@ class MainWindow(QMainWindow):
         try:
             catalog = load_catalog()
             specs = list(catalog.specs())
+            specs = with_catalog_projectors(specs)  # vision models load their mmproj
             if catalog.errors:
                 skipped = "\n".join(catalog.errors[:10])
                 self._error_later("Some catalog entries were skipped", skipped)

@@ -27,6 +27,7 @@ _CLI_POINTER = re.compile(r";?\s*`rigspark-plan [^`]*`[^;()]*$")
 WINDOW_POINTER = "pick one from the list as you type, or File ▸ Import model… for a file"
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 2
+UPDATE_ROLE = Qt.ItemDataRole.UserRole + 3  # the item that offers a catalog update
 
 
 def describe(spec: ModelSpec) -> str:
@@ -62,11 +63,32 @@ class _WordFilter(WordFilterProxy):
         index = self.sourceModel().index(row, 0, parent)
         return None if index.data(ID_ROLE) is None else index.data(SEARCH_ROLE)
 
+    def set_query(self, text: str) -> None:
+        super().set_query(text)
+        # matches that contain the typed words whole come first ("qwen3 32" lists Qwen3
+        # 32B before a Qwen 32B whose words only begin with "qwen" and "3"); otherwise
+        # the list keeps the order people run the models in
+        self.sort(0 if self.query else -1)
+
+    def _whole(self, row: int) -> int:
+        terms = self.sourceModel().index(row, 0).data(SEARCH_ROLE) or ()
+        typed = [w for w in re.split(r"[\s:/,]+", self.query.lower()) if w]
+        return sum(any(t.startswith(w) for t in terms) for w in typed)
+
+    def lessThan(
+        self,
+        left: QModelIndex | QPersistentModelIndex,
+        right: QModelIndex | QPersistentModelIndex,
+    ) -> bool:
+        a, b = self._whole(left.row()), self._whole(right.row())
+        return a > b if a != b else left.row() < right.row()
+
 
 class ModelPicker(QComboBox):
     model_picked = Signal(str)  # model id
     quant_named = Signal(str)  # a quantization named in what was typed ("...:q4_K_M")
     not_found = Signal(str)  # why a typed name matched no model, in one sentence
+    update_requested = Signal()  # the stale-catalog item was chosen
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -89,8 +111,14 @@ class ModelPicker(QComboBox):
         self.activated.connect(self._on_activated)
         self.lineEdit().returnPressed.connect(self._on_return)
         self._specs: list[ModelSpec] = []
+        self._stale_notice = ""
+        self._chosen_by_completion = False
 
     def set_models(self, specs: list[ModelSpec]) -> None:
+        """The models, most run first: the catalog comes in the order people run its
+        models (data/popularity.json), so its families are listed in the order their
+        first model appears, each family's models in that order; the models already on
+        this computer come before all."""
         self._specs = list(specs)
         current = self.current_id()
         self.blockSignals(True)
@@ -99,12 +127,13 @@ class ModelPicker(QComboBox):
         for s in specs:
             by_family.setdefault(s.family or "Imported", []).append(s)
         rows: list[QStandardItem] = []
-        # the models already on this computer first, then the catalog by family
-        for family in sorted(by_family, key=lambda f: (f != LOCAL_FAMILY, f.lower())):
+        if self._stale_notice:
+            rows.append(self._update_item())
+        for family in sorted(by_family, key=lambda f: f != LOCAL_FAMILY):  # stable: run order
             header = QStandardItem(f"— {family} —")
             header.setFlags(Qt.ItemFlag.NoItemFlags)
             rows.append(header)
-            for s in sorted(by_family[family], key=lambda x: param_count(x).total):
+            for s in by_family[family]:
                 text = describe(s)
                 item = QStandardItem(text)
                 item.setData(s.id, ID_ROLE)
@@ -117,6 +146,19 @@ class ModelPicker(QComboBox):
         self.blockSignals(False)
         if current:
             self.select(current)
+
+    def set_stale_notice(self, text: str) -> None:
+        """Say at the top of the list that the shipped catalog is old, with an item that
+        asks for the update (`update_requested`); '' takes the notice away."""
+        self._stale_notice = text
+        self.set_models(self._specs)
+
+    def _update_item(self) -> QStandardItem:
+        item = QStandardItem(f"↻ {self._stale_notice}: update the model catalog…")
+        item.setData(True, UPDATE_ROLE)
+        item.setData(("update", "catalog", "new", "models"), SEARCH_ROLE)
+        item.setToolTip("Help ▸ Update the model catalog…: reads the newest releases' configs")
+        return item
 
     def current_id(self) -> str | None:
         value = self.currentData(ID_ROLE)
@@ -132,9 +174,25 @@ class ModelPicker(QComboBox):
         return False
 
     def _on_activated(self, row: int) -> None:
-        model_id = self._items.item(row).data(ID_ROLE)
+        if self._chosen_by_completion:
+            self._chosen_by_completion = False
+            current = self.current_id()
+            if current:
+                self.select(current)
+            return
+        item = self._items.item(row)
+        if item.data(UPDATE_ROLE):
+            self._offer_update()
+            return
+        model_id = item.data(ID_ROLE)
         if model_id:
             self.model_picked.emit(str(model_id))
+
+    def _offer_update(self) -> None:
+        current = self.current_id()
+        if current:
+            self.select(current)
+        self.update_requested.emit()
 
     def _on_return(self) -> None:
         """Enter on a typed name that is no item's text: the resolver reads it as the CLI
@@ -142,6 +200,9 @@ class ModelPicker(QComboBox):
         text = self.lineEdit().text().strip()
         if not text or text == self.itemText(self.currentIndex()):
             return
+        popup = self._completer.popup()
+        if popup.isVisible() and popup.currentIndex().isValid():
+            return  # the open list picks its highlighted row itself, after this
         # A completion chosen with the arrow keys puts its item's text in the field and
         # Enter reaches the field too: that text names its item, not a model to look up.
         row = self.findText(self.lineEdit().text(), Qt.MatchFlag.MatchExactly)
@@ -166,8 +227,15 @@ class ModelPicker(QComboBox):
             self.quant_named.emit(found.quant)
 
     def _on_completer_activated(self, index: QModelIndex) -> None:
+        if index.data(UPDATE_ROLE):
+            self._offer_update()
+            return
         model_id = index.data(ID_ROLE)
         if model_id:
+            # the combo box maps the same completion to a row of its own next, through a
+            # list that planning may have unfiltered by then: that second answer is not
+            # the user's choice
+            self._chosen_by_completion = True
             self._pick(str(model_id))
 
     def _pick(self, model_id: str) -> None:

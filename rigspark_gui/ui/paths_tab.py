@@ -104,6 +104,8 @@ class PathsTab(QWidget):
         self.suggestions.linkActivated.connect(self._on_suggestion_link)
         self.suggestions.hide()
         self.ideas: tuple[Suggestion, ...] = ()
+        # smaller models that reach the minimum speed where this one does not
+        self.smaller: tuple[Suggestion, ...] = ()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -118,6 +120,7 @@ class PathsTab(QWidget):
         self.columns.fitted.connect(self._fit_table_height)
         # the charts are built once the window is on screen (see ChartSlot)
         self._fit_spec: FitChart | None = None
+        self._state_bytes = 0  # the shown plan's recurrent state (hybrid models)
         self._speed_spec: SpeedChart | None = None
         self.fit_slot = ChartSlot(_fit_widget, self._fit_ready)
         self.speed_slot = ChartSlot(_speed_widget, self._speed_ready)
@@ -156,22 +159,32 @@ class PathsTab(QWidget):
         if self._speed_spec is not None:
             chart.show_chart(self._speed_spec)
 
-    def show_suggestions(self, ideas: Sequence[Suggestion], undo_text: str = "") -> None:
-        """Under the verdict: each change with what it buys and costs, a link to apply it."""
+    def show_suggestions(
+        self, ideas: Sequence[Suggestion], undo_text: str = "", smaller: Sequence[Suggestion] = ()
+    ) -> None:
+        """Under the verdict: each change with what it buys and costs, a link to apply it;
+        then the smaller models that reach the minimum speed, a link to plan each."""
         self.ideas = tuple(ideas)
-        parts = []
-        for i, idea in enumerate(self.ideas):
+        self.smaller = tuple(smaller)
+
+        def link(i: int, idea: Suggestion) -> str:
             q = idea.quality.words if idea.quality is not None else ""
             buys = f"{idea.quant}" + (f" — {q}" if q else "") + f" on {idea.path}"
             if idea.tok_s is not None:
                 buys += f", {speed_text(idea.tok_s)}"
-            parts.append(
+            return (
                 f"<a href='apply:{i}'>{escape(idea.change)}</a> → {escape(buys)} "
                 f"<span style='color:gray'>({escape(idea.cost)})</span>"
             )
+
+        parts = [link(i, idea) for i, idea in enumerate(self.ideas)]
+        models = [link(len(self.ideas) + i, idea) for i, idea in enumerate(self.smaller)]
         html = ""
         if parts:
             html = "<b>What would it take:</b> " + " &nbsp;·&nbsp; ".join(parts)
+        if models:
+            html += ("<br>" if html else "") + "<b>Smaller models fast enough:</b> "
+            html += " &nbsp;·&nbsp; ".join(models)
         if undo_text:
             html += ("<br>" if html else "") + (f"{escape(undo_text)} <a href='undo'>Undo</a>")
         self.suggestions.setText(html)
@@ -182,8 +195,9 @@ class PathsTab(QWidget):
             self.undo_requested.emit()
         elif link.startswith("apply:"):
             i = int(link.removeprefix("apply:"))
-            if 0 <= i < len(self.ideas):
-                self.suggestion_chosen.emit(self.ideas[i])
+            every = self.ideas + self.smaller
+            if 0 <= i < len(every):
+                self.suggestion_chosen.emit(every[i])
 
     def show_plan(self, plan: Plan, warnings: Sequence[str] = ()) -> None:
         rec = plan.recommended
@@ -200,6 +214,8 @@ class PathsTab(QWidget):
             )
             if p.choice:
                 text += f"<br>{escape(p.choice)}."
+            if p.cpu_loading is not None and p.cpu_loading.flag:
+                text += f"<br>{escape(p.cpu_loading.note)}."
             self._show_ladder(p)
             self.summary.setToolTip(auto_rule(plan.settings))
         else:
@@ -224,6 +240,8 @@ class PathsTab(QWidget):
             self.fit_chart.show_chart(self._fit_spec)
         if self.speed_slot.ready:
             self.speed_chart.show_chart(self._speed_spec)
+        # a hybrid model's recurrent state: the same on every path (f32, per sequence)
+        self._state_bytes = sum(d.state_bytes for d in plan.device_loads)
         changed = self.table.rowCount() != len(plan.paths)
         self.table.setRowCount(len(plan.paths))
         for r, p in enumerate(plan.paths):
@@ -269,11 +287,26 @@ class PathsTab(QWidget):
     def _fill_row(self, r: int, p: PathPlan, recommended: bool) -> bool:
         """Fill one row; True when a cell's text changed (the columns may need to grow)."""
         b = p.breakdown
+        state = self._state_bytes if p.serving is None else 0  # llama.cpp paths only
+        kv = f"KV cache {b.kv_bytes:,} B\n"
+        if state:
+            kv = (
+                f"KV cache {b.kv_bytes - state:,} B\nrecurrent state {state:,} B (f32 per "
+                "sequence, whatever the KV cache type)\n"
+            )
         exact = (
-            f"weights {b.weights_bytes:,} B\nKV cache {b.kv_bytes:,} B\n"
+            f"weights {b.weights_bytes:,} B\n{kv}"
             f"compute buffer {b.compute_bytes:,} B (estimate)\nreserve {b.reserve_bytes:,} B\n"
             f"required {p.required_bytes:,} B of usable {p.usable_bytes:,} B"
         )
+        if p.cpu_loading is not None:
+            # both figures: as planned, and as llama.cpp holds it with the file mapped
+            load = p.cpu_loading
+            exact += (
+                f"\n\n{load.note}.\nas planned{' (' + load.flag + ')' if load.flag else ''}: "
+                f"{load.required_bytes:,} B\nwith the file mapped (llama.cpp's default): "
+                f"{load.mapped_required_bytes:,} B"
+            )
         t = p.throughput
         speed = speed_text(t.tok_s, t.low_tok_s, t.high_tok_s) if t.known else "unknown"
         cells = [

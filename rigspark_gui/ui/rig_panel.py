@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from rigspark_gui.catalog.device_overhead import rig_with_overhead
 from rigspark_gui.catalog.gpu_database import GpuDatabase, GpuSpec, load_gpu_database
 from rigspark_gui.catalog.rig_file import load_rig, save_rig
 from rigspark_gui.core.errors import RigSparkError, validation_message
@@ -69,7 +70,8 @@ def _reindexed(gpus: Sequence[Gpu]) -> tuple[Gpu, ...]:
 
 
 def gpu_from_spec(spec: GpuSpec, index: int) -> Gpu:
-    """A what-if GPU with every figure from its database entry, marked `spec`."""
+    """A what-if GPU with every figure from its database entry, marked `spec`, and its own
+    overhead from data/device_overhead.json by its kind."""
     from_spec = Provenance(basis=Basis.SPEC, source=spec.source)
     provenance = {
         "memory_total_bytes": from_spec,
@@ -79,7 +81,7 @@ def gpu_from_spec(spec: GpuSpec, index: int) -> Gpu:
         if spec.fp16_tflops is not None
         else Provenance(basis=Basis.UNKNOWN, source=f"no sourced figure for {spec.name}"),
     }
-    return Gpu(
+    gpu = Gpu(
         name=spec.name,
         vendor=spec.vendor,
         index=index,
@@ -89,6 +91,8 @@ def gpu_from_spec(spec: GpuSpec, index: int) -> Gpu:
         unified=spec.unified,
         provenance=provenance,
     )
+    # its backend's context as its reserve, an Apple chip's working set as its memory
+    return rig_with_overhead(Rig(ram_total_bytes=0, gpus=(gpu,))).gpus[0]
 
 
 def _load_default_database() -> tuple[GpuDatabase, str | None]:

@@ -136,8 +136,9 @@ class RigPanelWidgets(QWidget):
         self.reserve_spin.setSuffix(" MiB")
         self.reserve_spin.setKeyboardTracking(False)
         self.reserve_spin.setToolTip(
-            "Memory the plan leaves free on the selected GPU: driver and context "
-            f"footprint (default {mib_text(DEFAULT_GPU_RESERVE_BYTES)}) plus anything else"
+            "Memory the plan leaves free on the selected GPU: its backend's context (the "
+            "Overhead column says how much and why; "
+            f"{mib_text(DEFAULT_GPU_RESERVE_BYTES)} where unknown) plus anything else"
         )
         self.reserve_label = QLabel("GPU &reserve:", self)
         self.reserve_label.setBuddy(self.reserve_spin)

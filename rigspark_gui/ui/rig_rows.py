@@ -10,6 +10,7 @@ where the figure came from. The rows only show the rig; the panel (rig_panel.py)
 from __future__ import annotations
 
 import re
+import textwrap
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
@@ -23,17 +24,20 @@ from rigspark_gui.core.rig import (
     Gpu,
     Provenance,
     Rig,
+    Vendor,
 )
 from rigspark_gui.ui.rig_document import NO_DRIVER_NOTE
 
 COL_DEVICE, COL_MEMORY, COL_BANDWIDTH, COL_COMPUTE, COL_RESERVE = range(5)
-HEADERS = ("Device", "Memory", "Bandwidth", "Compute", "Reserve")
+HEADERS = ("Device", "Memory", "Bandwidth", "Compute", "Overhead")
 HEADER_TIPS = (
     "GPUs in device order, then the CPU and system RAM",
-    "GPU: total memory on the board. CPU: RAM total, and the part a plan may use",
+    "GPU: total memory on the board (Apple: the Metal working set). CPU: RAM total, and "
+    "the part a plan may use",
     "Memory bandwidth; decode speed is bound by it",
     "GPU: dense FP16 TFLOPS (bounds prompt processing). CPU: physical cores",
-    "Memory kept free on the device: driver and context footprint, display, margin",
+    "What the device loses before any buffer, and every plan subtracts: the CUDA, ROCm or "
+    "Vulkan context (none for Metal), plus any margin you add; hover a figure for its source",
 )
 _CPU_ROW = -1
 _HOST_ROW = -2  # a host heading, or a remote host's RAM: nothing to edit
@@ -96,7 +100,9 @@ def _basis_text(prov: Provenance) -> str:
 
 
 def _basis_line(prov: Provenance) -> str:
-    return f"Basis: {prov.basis}" + (f" — {prov.source}" if prov.source else "")
+    # sourced sentences run long: wrapped, since a plain-text tooltip does not wrap
+    line = f"Basis: {prov.basis}" + (f" — {prov.source}" if prov.source else "")
+    return textwrap.fill(line, 100, break_on_hyphens=False)
 
 
 def _cell(value: str | None, prov: Provenance) -> str:
@@ -114,13 +120,17 @@ def _rig_basis(rig: Rig, field: str) -> Provenance:
 
 
 def _reserve_basis(gpu: Gpu) -> tuple[str, str]:
-    """Short basis text and its explanation; the default is neither measured nor spec."""
-    if "reserve_bytes" in gpu.provenance:
-        prov = gpu.provenance["reserve_bytes"]
-        return _basis_text(prov), _basis_line(prov)
-    if gpu.reserve_bytes == DEFAULT_GPU_RESERVE_BYTES:
-        return "default", "Basis: default — assumed driver/context footprint per GPU"
-    return "user", "Basis: user"
+    """Short basis text and its explanation; an unsourced figure is an assumption."""
+    prov = gpu.provenance.get("reserve_bytes")
+    if prov is None:
+        if gpu.reserve_bytes == DEFAULT_GPU_RESERVE_BYTES:
+            return "default", "Basis: default — assumed driver/context footprint per GPU"
+        return "user", "Basis: user"
+    if prov.basis is Basis.UNKNOWN:
+        return "assumed", textwrap.fill(
+            f"Basis: assumed — {prov.source}", 100, break_on_hyphens=False
+        )
+    return _basis_text(prov), _basis_line(prov)
 
 
 def add_device_rows(tree: QTreeWidget, rig: Rig) -> None:
@@ -158,8 +168,15 @@ def _gpu_item(position: int, gpu: Gpu) -> QTreeWidgetItem:
 
     memory = gpu.basis_of("memory_total_bytes")
     total = gpu.memory_total_bytes
-    item.setText(COL_MEMORY, _cell(_gib(total) if total is not None else None, memory))
-    memory_tip = ["Total memory on the board"]
+    working_set = gpu.unified and gpu.vendor is Vendor.APPLE
+    size = None if total is None else _gib(total) + (" working set" if working_set else "")
+    item.setText(COL_MEMORY, _cell(size, memory))
+    memory_tip = [
+        "Metal working set: the part of unified memory the GPU may use, which llama.cpp "
+        "takes as this device's memory"
+        if working_set
+        else "Total memory on the board"
+    ]
     if total is not None:
         memory_tip.append(f"{total:,} bytes")
     if gpu.memory_free_bytes is not None:
@@ -193,8 +210,9 @@ def _gpu_item(position: int, gpu: Gpu) -> QTreeWidgetItem:
     item.setText(COL_RESERVE, f"{mib_text(gpu.reserve_bytes)} · {basis}")
     item.setToolTip(
         COL_RESERVE,
-        "Kept free on this GPU: driver/context footprint, the desktop if a display "
-        f"is attached, any margin\n{gpu.reserve_bytes:,} bytes\n{basis_line}",
+        "What this GPU loses before any buffer, which every plan subtracts: the backend's "
+        "context (and the desktop's share or any margin you add)\n"
+        f"{gpu.reserve_bytes:,} bytes\n{basis_line}",
     )
     return item
 

@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.model import DraftModel, ModelSpec
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
@@ -81,6 +81,20 @@ class PlannerSession(QObject):
             self.settings = replace(self.settings, **changes)
             self.settings_changed.emit(self.settings)
         self.model_changed.emit(spec)
+        self.replan()
+
+    def set_draft(self, model_id: str | None) -> None:
+        """A catalog model drafting for the current one (speculative decoding, -md) at
+        Q8_0 where it has it, or none."""
+        if self.spec is None:
+            return
+        base = self._specs.get(self.spec.id, self.spec)
+        other = self._specs.get(model_id) if model_id else None
+        draft = None
+        if other is not None:
+            quant = "Q8_0" if "Q8_0" in other.available_quants else other.available_quants[0]
+            draft = DraftModel(spec=other, quant=quant)
+        self.spec = replace(base, draft=draft)
         self.replan()
 
     # ------------------------------------------------------------ inputs

@@ -4,7 +4,7 @@ A QLabel asks its parent's layout to recompute on every setText, and that reques
 up through the tab widget to the main window: for the Paths tab's summary, which changes
 with every control, that relayout cost more than the plan itself. Here the label sits
 in a holder with no layout; the holder asks for a new layout only when the text needs
-a different height at the current width.
+more height at the current width (a line fewer keeps its room until the next resize).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ class SteadyLabel(QWidget):
             return
         self.label.setText(text)
         height = self.heightForWidth(max(self.width(), 1))
-        if height != self._height:
+        if height > self._height:
             self._height = height
-            self.updateGeometry()  # a line more or fewer: the one time the layout moves
+            self.updateGeometry()  # a line more: the one time the layout moves
+        # a line fewer keeps the room it had until the next resize: figures that change
+        # as the user drags a control (a ladder losing a rung) never make the tab jump
         self.label.resize(self.width(), max(height, self.height()))
 
     def setToolTip(self, tip: str) -> None:

@@ -57,19 +57,23 @@ class WhatIfSuggestions:
         self._key = key
         tab = self.window.paths_tab
 
-        def work() -> tuple[Plan, object]:
-            from rigspark_gui.core.plan import plan
+        catalog = tuple(session.specs)
+
+        def work() -> tuple[Plan, object, object]:
+            from rigspark_gui.core.plan import plan, smaller_models
 
             full = plan(spec, rig, s, perf)  # with every path's ladder
-            return full, suggest(spec, rig, s, perf, load_quality())
+            ideas = suggest(spec, rig, s, perf, load_quality())
+            # when no quantization reaches the minimum speed: smaller models that do
+            return full, ideas, smaller_models(spec, rig, s, perf, catalog)
 
-        def done(result: tuple[Plan, object]) -> None:
+        def done(result: tuple[Plan, object, object]) -> None:
             if self._key != key:  # the inputs have moved on since
                 return
-            full, ideas = result
+            full, ideas, smaller = result
             notes = set(rig.notes)
             tab.show_plan(full, warnings=[n for n in full.notes if n not in notes])
-            tab.show_suggestions(ideas, self.undo_text())  # type: ignore[arg-type]
+            tab.show_suggestions(ideas, self.undo_text(), smaller)  # type: ignore[arg-type]
 
         def failed(err: Exception, _details: str) -> None:
             tab.show_suggestions((), self.undo_text())
@@ -83,7 +87,7 @@ class WhatIfSuggestions:
 
     def show_undo(self) -> None:
         tab = self.window.paths_tab
-        tab.show_suggestions(tab.ideas, self.undo_text())
+        tab.show_suggestions(tab.ideas, self.undo_text(), tab.smaller)
 
     def apply(self, idea: object) -> None:
         """One click: the change a suggestion names, as one step of the rig's history."""
@@ -93,6 +97,15 @@ class WhatIfSuggestions:
         session = self.window.session
         rig = session.rig
         if rig is None:
+            return
+        if idea.model_id:
+            # a smaller model: the picker shows it, and takes the first one back
+            before = session.spec.name if session.spec is not None else ""
+            session.set_model(idea.model_id)
+            self.window.statusBar().showMessage(
+                f"Planning {idea.change} instead of {before} (the model picker switches back)",
+                8000,
+            )
             return
         after = rig_after(rig, idea.rig_change) if idea.rig_change else rig
         settings = (settings_values(session.settings), idea.settings) if idea.settings else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMenu, QMessageBox
 
 from rigspark_gui.identity import APP_NAME, APP_VERSION
 
@@ -118,6 +118,7 @@ def build_menus(window: MainWindow) -> None:
     window.shortcuts_action = QAction("&Keyboard shortcuts", window)
     window.shortcuts_action.triggered.connect(lambda: show_shortcuts_help(window))
     help_menu.addAction(window.shortcuts_action)
+    _add_catalog_update(window, help_menu)
     help_menu.addSeparator()
     about = QAction("&About RigSpark", window)
     about.triggered.connect(lambda: show_about(window))
@@ -126,6 +127,29 @@ def build_menus(window: MainWindow) -> None:
         a for menu in (file_menu, view, help_menu) for a in menu.actions() if not a.isSeparator()
     ]
     follow_tabs(window)
+
+
+def _add_catalog_update(window: MainWindow, help_menu: QMenu) -> None:
+    """Help ▸ Update the model catalog… (the catalog's only network read, on request);
+    the picker offers it too when the shipped catalog is over six months old."""
+    from rigspark_gui.catalog.update import STALE_DAYS, is_stale, shipped_date
+
+    action = QAction("&Update the model catalog…", window)
+    action.setStatusTip("Read the newest releases' config.json from Hugging Face")
+
+    def update() -> None:
+        from rigspark_gui.ui.catalog_update_dialog import open_catalog_update
+
+        window.catalog_update = open_catalog_update(window, window.session)
+
+    action.triggered.connect(update)
+    help_menu.addAction(action)
+    window.update_catalog_action = action
+    picker = window.controls.model_picker
+    picker.update_requested.connect(action.trigger)
+    when = shipped_date()
+    if when is not None and is_stale():
+        picker.set_stale_notice(f"Catalog of {when:%B %Y}, over {STALE_DAYS // 30} months old")
 
 
 # Ctrl+Z and Ctrl+Shift+Z (or Ctrl+Y), as the Layers tab's own undo and redo have them

@@ -37,8 +37,20 @@ def specs():
         ("gpt-oss:120b", "gpt-oss-120b", None),
         ("gemma3:27b", "gemma-3-27b-it", None),
         ("mixtral:8x22b", "mixtral-8x22b-instruct-v0.1", None),
-        ("deepseek-r1:671b", "deepseek-r1", None),
-        ("deepseek-r1:8b", "deepseek-r1-distill-llama-8b", None),
+        # tags as Ollama's library serves them today (data/models.json "ollama")
+        ("deepseek-r1:671b", "deepseek-r1-0528", None),
+        ("deepseek-r1:8b", "deepseek-r1-0528-qwen3-8b", None),
+        ("deepseek-r1:latest", "deepseek-r1-0528-qwen3-8b", None),
+        ("deepseek-r1:8b-0528-qwen3-q4_K_M", "deepseek-r1-0528-qwen3-8b", "Q4_K_M"),
+        ("gemma3:270m", "gemma-3-270m-it", None),
+        ("glm-4.7-flash", "glm-4.7-flash", None),
+        ("glm-4.7-flash:q4_K_M", "glm-4.7-flash", "Q4_K_M"),
+        ("ministral-3:14b", "ministral-3-14b-instruct-2512", None),
+        ("qwen3-vl:4b", "qwen3-vl-4b-instruct", None),
+        ("olmo-3:7b-think", "olmo-3-7b-think", None),
+        ("gpt-oss-safeguard:120b", "gpt-oss-safeguard-120b", None),
+        ("zai-org/GLM-4.7-Flash", "glm-4.7-flash", None),
+        ("moonshotai/Kimi-K2.5", "kimi-k2.5", None),
         ("mistral-nemo:12b", "mistral-nemo-instruct-2407", None),
         ("phi4:14b", "phi-4", None),
         ("mistral", "mistral-7b-instruct-v0.3", None),
@@ -75,6 +87,38 @@ def test_unknown_names_the_closest_three(specs) -> None:
     text = str(err.value)
     assert text.startswith("unknown model 'qwen9:77b' (closest: ")
     assert text.count("B)") == 3
+
+
+def test_a_size_nobody_has_never_offers_another_size(specs) -> None:
+    with pytest.raises(CatalogError) as err:
+        resolve(specs, "gemma3:500m")
+    text = str(err.value)
+    assert "no gemma 3 model of 500m" in text and "270m" in text and "27b" in text
+    assert "closest" not in text  # no other size offered as if it were the one asked for
+
+
+def test_the_tag_table_outranks_the_words(specs) -> None:
+    # by words alone the Llama distill wins (fewer extra words); the library says 0528
+    from rigspark_gui.catalog import resolve as module
+
+    saved = dict(module._CATALOG_TAGS)
+    try:
+        module.set_catalog_tags({})
+        assert resolve(specs, "deepseek-r1:8b").spec.id == "deepseek-r1-distill-llama-8b"
+    finally:
+        module.set_catalog_tags(saved)
+    assert resolve(specs, "deepseek-r1:8b").spec.id == "deepseek-r1-0528-qwen3-8b"
+
+
+def test_a_dynamic_quantization_says_how_it_can_be_planned(specs) -> None:
+    from rigspark_gui.catalog.resolve import dynamic_quant_message
+
+    found = resolve(specs, "unsloth/Qwen3-30B-A3B-GGUF:UD-Q4_K_XL")
+    assert found.quant == "UD-Q4_K_XL" and found.quant not in found.spec.available_quants
+    text = dynamic_quant_message(found.quant, found.spec.id)
+    assert "hf:unsloth/REPO-GGUF:UD-Q4_K_XL" in text and "--quant Q4_K_M" in text
+    assert "--quant Q2_K" in dynamic_quant_message("UD-Q2_K_XL", "x")
+    assert "--quant IQ1_S" in dynamic_quant_message("UD-IQ1_S", "x")
 
 
 @pytest.mark.parametrize("typed", ["", "   ", ":latest", "gguf"])

@@ -80,10 +80,10 @@ def test_no_room_even_at_the_minimum_context_gives_up(capsys, model, tmp_path) -
 def test_flags_it_does_not_model_are_named(capsys, model: Path, tmp_path: Path) -> None:
     code, _, err = run(
         capsys, "fit", "--rig", str(rig_file(tmp_path)), "--", "llama-server", "-m",
-        str(model), "--mmproj", "p.gguf", "-t", "8", "--port", "8080",
+        str(model), "--lora", "a.gguf", "-t", "8", "--port", "8080",
     )  # fmt: skip
     assert code == 0
-    assert "--mmproj" in err and "--port" not in err
+    assert "--lora" in err and "--port" not in err  # (--mmproj is modelled)
 
 
 @pytest.mark.parametrize(
@@ -122,3 +122,44 @@ def test_rpc_addresses_name_the_rigs_hosts_in_order(capsys, model, tmp_path) -> 
     data = json.loads(out)
     assert [d["device"] for d in data["devices"]] == ["rpc-cpu:box3", "rpc-cpu:box2"]
     assert data["status"] == "unchanged"
+
+
+def test_the_fit_verb_counts_llama_servers_slots_as_the_planner_does() -> None:
+    """The verb keeps its own copy of llama-server's automatic slots (so it need not
+    load the planner); it must stay the planner's figure."""
+    from rigspark_gui.core.fit import AUTO_SLOTS
+    from rigspark_gui.core.plan import LLAMA_SERVER_SLOTS
+
+    assert AUTO_SLOTS == LLAMA_SERVER_SLOTS
+
+
+def test_a_new_file_is_read_without_numpy_gguf_or_pydantic(model: Path, tmp_path: Path) -> None:
+    """The cold path of the fit verb (a file never seen, a rig seen before): the header
+    is read by RigSpark's own bounded walk and its geometry checked without pydantic,
+    so none of the three loads (docs/performance.md: the cold figures)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    rig = rig_file(tmp_path)
+    code = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from rigspark_gui.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["fit", "--rig", {str(rig)!r}, "--", "llama-fit-params", "-m", {str(model)!r}])
+        print(json.dumps([m for m in ("numpy", "gguf", "pydantic") if m in sys.modules]))
+        """)
+    env = {**os.environ, "RIGSPARK_CACHE_DIR": str(tmp_path / "cache")}
+
+    def loaded() -> list[str]:
+        root = Path(__file__).resolve().parents[2]
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, cwd=root, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    assert loaded() == ["pydantic"]  # the very first run validates the rig file
+    for kept in (tmp_path / "cache").rglob("gguf-header-*"):
+        kept.unlink()  # the model file is new again; the rig's record stays kept
+    assert loaded() == []

@@ -92,7 +92,7 @@ def test_the_json_carries_the_new_fields(llama70b, rig2x3090) -> None:
     row = data["kv_comparison"][1]
     assert set(row) == {
         "kv_k", "kv_v", "flash_attn", "bytes_per_token", "kv_bytes", "limits", "kv_kld",
-        "speed_note", "fa_where", "advised",
+        "speed_note", "fa_where", "advised", "state_bytes",
     }  # fmt: skip
     assert set(row["limits"][0]) == {"path", "quant", "max_context"}
 

@@ -411,3 +411,64 @@ def test_koboldcpp_gets_no_gpu_flag_without_a_gpu(llama8b: ModelSpec, rig2x3090:
         auto_place(LLAMA_31_8B, rig2x3090, S), llama8b, "Q4_K_M", S, rig2x3090
     )
     assert "--usecublas" in on_gpu.argv
+
+
+# ---------------------------------------------------------------- pinned and fit forms
+
+
+def _forms(cmd):
+    return {f.form: f for f in cmd.forms}
+
+
+def _check_one_plan_one_truth(placement: Placement, rig: Rig, s: PlanSettings, g=LLAMA_31_8B):
+    """The pinned form's -ngl / --tensor-split / -ot give the plan's placement; the fit
+    form, run through llama.cpp's fit, gives the plan's fit outcome (`engine_fit`)."""
+    from rigspark_gui.core.fit import UserFlags, llama_fit, parse_fit_command
+    from rigspark_gui.core.plan import engine_fit
+
+    spec = spec_of(g)
+    cmd = llama_server_command(placement, spec, "Q4_K_M", s, rig)
+    forms = _forms(cmd)
+    assert set(forms) == {"pinned", "fit"} and sum(f.recommended for f in cmd.forms) == 1
+    assert cmd.recommendation and any(n.startswith("recommended: ") for n in cmd.notes)
+    pinned, fit = forms["pinned"], forms["fit"]
+    assert pinned.argv == cmd.argv
+    ngl, split, overrides = parse_llama_args(pinned.argv[1:])
+    back = apply_llama_args(g, rig, s, ngl, split, overrides, visible_from_env(cmd.env))
+    assert [(u.unit, u.device, u.experts_device) for u in back.units] == [
+        (u.unit, u.device, u.experts_device) for u in placement.units
+    ]
+    for flag in ("-ngl", "--tensor-split", "-ts", "-ot", "--n-cpu-moe", "--cpu-moe"):
+        assert flag not in fit.argv
+    assert shlex.split(fit.text)[-len(fit.argv) :] == list(fit.argv)
+    assert "CUDA_VISIBLE_DEVICES" not in fit.text  # fit chooses among all GPUs
+    c = parse_fit_command(list(fit.argv))
+    got = llama_fit(spec, "Q4_K_M", rig, s, user=UserFlags(context=c.context))
+    assert got == engine_fit(spec, rig, s, "Q4_K_M")
+    return cmd
+
+
+def test_fit_form_is_recommended_when_fit_places_the_plan_itself(llama8b: ModelSpec) -> None:
+    rig = make_rig(1)
+    s = replace(S, context=8192)
+    cmd = _check_one_plan_one_truth(auto_place(LLAMA_31_8B, rig, s), rig, s)
+    assert _forms(cmd)["fit"].recommended and cmd.recommendation.startswith("let fit decide")
+
+
+def test_pinned_form_is_recommended_when_fit_would_place_otherwise() -> None:
+    """Half the layers on the CPU although both GPUs have room: fit would offload all."""
+    rig = make_rig(2)
+    placement = auto_place(LLAMA_31_8B, rig, S, ngl=16)
+    cmd = _check_one_plan_one_truth(placement, rig, S)
+    assert _forms(cmd)["pinned"].recommended and cmd.recommendation.startswith("pinned")
+
+
+def test_fit_form_writes_only_the_settings_fit_does_not_default() -> None:
+    rig = make_rig(1)
+    s = replace(S, fit_target_mib=(2048,), fit_ctx=8192)
+    fit = _forms(llama_server_command(auto_place(LLAMA_31_8B, rig, s), spec_of(LLAMA_31_8B),
+                                      "Q4_K_M", s, rig))["fit"]  # fmt: skip
+    assert _flag(fit.argv, "-fitt") == "2048" and _flag(fit.argv, "-fitc") == "8192"
+    plain = _forms(llama_server_command(auto_place(LLAMA_31_8B, rig, S), spec_of(LLAMA_31_8B),
+                                        "Q4_K_M", S, rig))["fit"]  # fmt: skip
+    assert "-fitt" not in plain.argv and "-fitc" not in plain.argv

@@ -181,8 +181,16 @@ def test_two_gpus_at_a_better_quant_beat_one_gpu_at_q2(perf) -> None:
 def test_cpu_path_counts_the_repack_buffer_on_avx2(llama8b, perf) -> None:
     plain = Rig(ram_total_bytes=64 * GIB, cpu=Cpu(memory_bandwidth_gbps=40.0))
     avx2 = replace(plain, cpu=replace(plain.cpu, features=("avx2",)))
-    s = PlanSettings(quant="Q4_K_M")
+    s = PlanSettings(quant="Q4_K_M", mmap=True)
     a = plan(llama8b, plain, s, perf).paths[0]
     b = plan(llama8b, avx2, s, perf).paths[0]
-    # Q4_K weights get a CPU_REPACK copy on AVX2 (llama.cpp ggml-cpu repack.cpp)
+    # Q4_K weights get a CPU_REPACK copy on AVX2 (llama.cpp ggml-cpu repack.cpp), and
+    # with the file mapped their pages stay resident beside it
     assert b.required_bytes > a.required_bytes + 3 * GIB
+    assert a.cpu_loading is None and b.cpu_loading is not None
+    assert b.cpu_loading.flag == ""
+    # read in (the plan's own choice where the CPU repacks): held once
+    c = plan(llama8b, avx2, replace(s, mmap=None), perf).paths[0]
+    assert c.cpu_loading is not None and c.cpu_loading.flag == "--load-mode none"
+    assert c.required_bytes < a.required_bytes + GIB // 4
+    assert c.cpu_loading.mapped_required_bytes == b.required_bytes

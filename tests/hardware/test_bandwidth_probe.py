@@ -102,3 +102,77 @@ def test_an_unwritable_cache_is_not_an_error(tmp_path: Path, monkeypatch) -> Non
 
     assert bandwidth_cache.store_bandwidth("k", 20.0, "probe") is False
     assert bandwidth_cache.cached_bandwidth("k") is None
+
+
+# ---------------------------------------------------------------- a busy machine, twice
+
+
+def test_rounds_are_spread_over_time_and_the_best_sustained_one_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Other work only lowers the figure: the best round's median is kept, with the
+    spread between the rounds, and the rounds are apart in time."""
+    medians = iter([10.0, 30.0, 20.0])
+    monkeypatch.setattr(
+        bandwidth_probe, "_round", lambda *a: [next(medians)] * 2
+    )  # each round's passes
+    pauses: list[float] = []
+    monkeypatch.setattr(bandwidth_probe.time, "sleep", pauses.append)
+    result = bandwidth_probe.measure_ram_bandwidth(
+        8 * MIB, threads=1, repeats=6, rounds=3, check_busy=False
+    )
+    assert result.bandwidth_gbps == 30.0 and result.rounds == 3 and result.runs == 6
+    assert result.spread == pytest.approx((30 - 10) / 30, abs=1e-3)
+    assert pauses == [bandwidth_probe.ROUND_PAUSE_S] * 2
+    assert "best median of 3 rounds" in result.provenance.source
+
+
+def test_one_calm_round_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads = iter([93.0, 5.0, 93.0])
+    monkeypatch.setattr(bandwidth_probe, "_busy_percent", lambda: next(loads))
+    monkeypatch.setattr(bandwidth_probe.time, "sleep", lambda _s: None)
+    result = bandwidth_probe.measure_ram_bandwidth(8 * MIB, threads=1, repeats=3, rounds=3)
+    assert not result.busy
+
+
+def _fake_result(gbps: float, busy: bool) -> bandwidth_probe.BandwidthResult:
+    from rigspark_gui.core.rig import Provenance
+
+    return bandwidth_probe.BandwidthResult(
+        bandwidth_gbps=gbps,
+        buffer_bytes=512 * MIB,
+        threads=2,
+        runs=9,
+        rounds=3,
+        spread=0.5 if busy else 0.05,
+        busy=busy,
+        reason="the machine was busy (95 % CPU in use or more while measuring)" if busy else "",
+        provenance=Provenance(basis=Basis.MEASURED, source="read-only stream"),
+    )
+
+
+def test_a_busy_machine_keeps_its_best_figure_until_a_calm_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run after run on a busy machine, the figure used never drops below the best one
+    measured so far (the answer does not follow the load); a calm run replaces it."""
+    from rigspark_gui.core.rig import Cpu, Rig
+    from rigspark_gui.hardware.detect import machine_key_of, with_measured_bandwidth
+
+    rig = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="2-vCPU VM", cores=2))
+    key = machine_key_of(rig)
+    used = []
+    for gbps, busy in ((20.0, True), (12.0, True), (24.0, True), (18.0, True), (30.0, False)):
+        monkeypatch.setattr(
+            bandwidth_probe, "measure_ram_bandwidth", lambda g=gbps, b=busy: _fake_result(g, b)
+        )
+        measured, result = with_measured_bandwidth(rig)
+        used.append(measured.cpu.memory_bandwidth_gbps)
+        assert result.busy is busy
+        if busy:
+            assert bandwidth_cache.cached_bandwidth(key) is None  # retried on the next run
+    assert used == [20.0, 20.0, 24.0, 24.0, 30.0]
+    assert bandwidth_cache.cached_bandwidth(key) is not None
+    assert bandwidth_cache.busy_bandwidth(key) is None  # the calm figure retired it
+    stored = json.loads(bandwidth_cache._path().read_text())[key]
+    assert stored["spread"] == 0.05

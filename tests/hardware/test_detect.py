@@ -135,7 +135,7 @@ def test_apple_silicon_is_unified(
     (gpu,) = rig.gpus
     assert gpu.unified and gpu.vendor is Vendor.APPLE
     assert gpu.memory_total_bytes == 144 * GIB  # the working-set limit, not 192 GiB
-    assert "working-set" in gpu.basis_of("memory_total_bytes").source
+    assert "working set" in gpu.basis_of("memory_total_bytes").source
     assert gpu.bandwidth_gbps == 800.0
     assert rig.discrete_gpus == ()
 

@@ -282,13 +282,14 @@ def test_glm4moe_nextn_layer_has_no_kv(tmp_path: Path) -> None:
     written = write_gguf(tmp_path / "glm.gguf", "glm4moe", kv, tensors)
     spec = import_gguf(written.path)
     g = spec.geometry
-    assert g.n_layer == 3
+    assert g.n_layer == 3 and g.n_layer_nextn == 1  # the MTP block: a layer slot
     assert g.n_head_kv_per_layer == (2, 2, 0)
     assert g.n_ff == 512 and g.n_dense_lead == 1
-    check_tensors(spec, written)
-    stray = [t for t in spec.tensors or () if t.name.startswith("blk.3.")]
-    assert stray and all(t.group is TensorGroup.OUTPUT and t.layer is None for t in stray)
-    assert all(t.layer is None or t.layer < 3 for t in spec.tensors or ())
+    # llama.cpp b11434 skips every tensor of the MTP block unless drafting with it
+    # (TENSOR_SKIP in src/models/glm4-moe.cpp), and the stray block past it too
+    names = {t.name for t in spec.tensors or ()}
+    assert names == {n for n in written.tensor_bytes if not n.startswith(("blk.2.", "blk.3."))}
+    assert all(t.layer is None or t.layer < 2 for t in spec.tensors or ())
 
 
 def test_llama4_chunked_attention_and_interleaved_moe(tmp_path: Path) -> None:

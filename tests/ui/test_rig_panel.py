@@ -12,6 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractSpinBox, QFileDialog, QLabel, QTreeWidgetItem
 from pytestqt.qtbot import QtBot
 
+from rigspark_gui.catalog.device_overhead import rig_with_overhead
 from rigspark_gui.catalog.gpu_database import GpuDatabase, load_gpu_database
 from rigspark_gui.catalog.rig_file import load_rig
 from rigspark_gui.core.rig import GIB, MIB, Basis, Cpu, Gpu, Provenance, Rig, Vendor
@@ -69,13 +70,18 @@ def detected_rig(database: GpuDatabase) -> Rig:
         nvidia("NVIDIA GeForce RTX 3090", 1, 24576, 24135),
         nvidia("NVIDIA GeForce RTX 4060", 2, 8188, 7310),
     )
-    return Rig(
-        name="This machine",
-        gpus=tuple(database.fill(g) for g in gpus),
-        ram_total_bytes=64 * GIB,
-        ram_available_bytes=58 * GIB,
-        cpu=Cpu(name="AMD Ryzen 9 5950X 16-Core Processor", cores=16, provenance={"cores": PSUTIL}),
-        provenance={"ram_total_bytes": PSUTIL, "ram_available_bytes": PSUTIL},
+    # as detection hands it over: each GPU's backend context as its reserve
+    return rig_with_overhead(
+        Rig(
+            name="This machine",
+            gpus=tuple(database.fill(g) for g in gpus),
+            ram_total_bytes=64 * GIB,
+            ram_available_bytes=58 * GIB,
+            cpu=Cpu(
+                name="AMD Ryzen 9 5950X 16-Core Processor", cores=16, provenance={"cores": PSUTIL}
+            ),
+            provenance={"ram_total_bytes": PSUTIL, "ram_available_bytes": PSUTIL},
+        )
     )
 
 
@@ -141,7 +147,8 @@ def test_edit_a_rig_then_reset(qtbot: QtBot, panel: RigPanel) -> None:
     picker = panel.picker
     assert picker is not None and picker.isVisible()
     qtbot.keyClicks(picker.search_edit, "4090")
-    assert picker.visible_names() == ["NVIDIA GeForce RTX 4090"]
+    # the board itself first, before its variants (4090 D, laptop)
+    assert picker.visible_names()[0] == "NVIDIA GeForce RTX 4090"
     with qtbot.waitSignal(panel.rig_changed, timeout=1000) as added:
         qtbot.keyClick(picker.search_edit, Qt.Key.Key_Return)
     rig: Rig = added.args[0]
@@ -184,7 +191,7 @@ def test_edit_a_rig_then_reset(qtbot: QtBot, panel: RigPanel) -> None:
     rig = reserve.args[0]
     assert rig.gpus[1].reserve_bytes == 1024 * MIB
     assert rig.gpus[1].basis_of("reserve_bytes").basis is Basis.USER
-    assert rig.gpus[0].reserve_bytes == 250 * MIB
+    assert rig.gpus[0].reserve_bytes == 256 * MIB  # the RTX 3090's CUDA context
     assert row(panel, 1).text(COL_RESERVE) == "1024 MiB · user"
 
     # The CPU row has no reserve to edit and no GPU to remove.

@@ -47,7 +47,10 @@ def test_a_saved_rig_is_readable_named_and_opens_as_it_was(
     monkeypatch,
 ) -> None:
     panel = window.rig_panel
-    detected = replace(rig_2x3090(), name="This machine")
+    from rigspark_gui.catalog.device_overhead import rig_with_overhead
+
+    # as detection hands it over: each GPU's backend context as its reserve
+    detected = rig_with_overhead(replace(rig_2x3090(), name="This machine"))
     panel.set_detected(detected)
     target = tmp_path / "workstation.json"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a: (str(target), "")))

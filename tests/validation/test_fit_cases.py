@@ -9,17 +9,14 @@ import pytest
 
 from validation.fit_compare import Result, compare
 
-# Two MoE cases over three RPC devices whose probes move one layer's FFN tensors to the
-# next device or the CPU (-ot): the extra graph splits that makes are not modelled, so
-# the last partial layer's cut differs. Gemma-2's CPU compute buffer (sliding window) is
-# within 7 MiB, one 256-token step at 50 %.
-KNOWN_MISSES = frozenset(
-    {
-        "fit-qwen3-30b-a3b-Q4_0/rpc3-partial",
-        "fit-deepseek2-lite-Q4_0/rpc3-partial",
-        "fit-gemma2-9b-Q4_0/cpu-reduce-50",
-    }
-)
+# DeepSeek-V2-Lite over three RPC devices: the last device's buffer, bound by the head's
+# logits, rises by 28 MiB when it also runs the middle device's overflowing ffn_down
+# (llama.cpp 236.26 MiB against 208.0 without it). ggml-alloc puts the last layer's output
+# row into a hole the guest FFN's copies left (32.26 MiB up, where it is otherwise 4 MiB
+# up) and the logits above it: where that hole lies depends on every allocation before
+# it, which the per-phase formula does not replay. RigSpark's GATE probe there stays
+# under the target (2258 MiB against 2290) and keeps one more tensor on the device.
+KNOWN_MISSES = frozenset({"fit-deepseek2-lite-Q4_0/rpc3-partial"})
 
 
 @pytest.fixture(scope="module")
@@ -48,4 +45,4 @@ def test_the_suite_covers_every_kind_of_decision(results: list[Result]) -> None:
     assert any("-ts" in o for o in outputs) and any("-ot" in o for o in outputs)
     assert any(o.startswith("-c") and "-ngl -1" in o for o in outputs)
     agree = sum(r.agrees for r in results)
-    assert agree >= 97
+    assert agree >= 99

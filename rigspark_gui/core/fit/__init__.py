@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rigspark_gui.core.fit.command_line import PROGRAMS, FitCommand, parse_fit_command
+from rigspark_gui.core.fit.command_line import AUTO_SLOTS, PROGRAMS, FitCommand, parse_fit_command
 from rigspark_gui.core.fit.llama_flags import LLAMA_BUILD
 from rigspark_gui.core.fit.measure import FitMeasure
 from rigspark_gui.core.fit.outcome import FitDevice, FitOutcome, FitStatus, fit_command
 from rigspark_gui.core.fit.search import (
     ALL_EXPERTS_PATTERN,
+    DEFAULT_FIT_CTX,
+    DEFAULT_MARGIN,
     MIB,
     FitProblem,
     common_fit,
@@ -27,7 +29,11 @@ from rigspark_gui.core.settings import PlanSettings
 
 __all__ = [
     "ALL_EXPERTS_PATTERN",
+    "AUTO_SLOTS",
+    "DEFAULT_FIT_CTX",
+    "DEFAULT_MARGIN",
     "LLAMA_BUILD",
+    "MIB",
     "PROGRAMS",
     "FitCommand",
     "FitDevice",

@@ -12,6 +12,10 @@ from rigspark_gui.core.fit.llama_flags import LLAMA_FLAGS
 from rigspark_gui.core.model import KvCacheType, kv_cache_type
 
 PROGRAMS = ("llama-server", "llama-cli", "llama-fit-params")
+# llama-server's automatic slots (tools/server/server.cpp: n_parallel -1 -> 4, kv_unified);
+# the same figure as core.plan's LLAMA_SERVER_SLOTS, kept here so the fit verb need not
+# load the planner
+AUTO_SLOTS = 4
 
 # flag spellings -> the setting they give (common/arg.cpp)
 _ALIASES = {

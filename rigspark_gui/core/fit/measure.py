@@ -91,6 +91,32 @@ def _moved_bytes(spec: ModelSpec, quant: str) -> _Moved:
     return _file_moved(spec)
 
 
+def _guest_ffn_bytes(g: Geometry, s: PlanSettings, keep: LayerFraction) -> tuple[int, int]:
+    """What the previous device's overflowing MoE layer costs the device its FFN tensors
+    go to (fit's overflow to the next device), read off ggml-alloc's placements on
+    llama-fit-params b11434 (qwen3moe over three ggml-rpc-servers, validation-fit.md).
+
+    The scheduler copies into the guest's splits what they read from the previous
+    device and allocates those copies when their split starts: with the router there
+    (ATTN kept: router, gate, up and down here) the FFN norm twice (as is and
+    reshaped) and the residual, three rows where a device otherwise receives two; with
+    only gate/down (UP) or down (GATE) here, the router's sorted ids and weights, the
+    swiglu output (n_ff_expert x n_expert_used per token) and the residual. A device
+    with layers of its own allocates its first KQ mask above them: `below` is what that
+    adds under every phase of its own layers. A device with none peaks in the guest
+    FFN: the copies, then (ATTN) gate, up and swiglu, and down's n_expert_used rows.
+    Returns (below, alone)."""
+    t = min(s.context, s.n_ubatch)  # the graph's tokens (compute_buffer.n_graph_tokens)
+    row = 4 * g.n_embd * t
+    swiglu = 4 * g.n_ff_expert * g.n_expert_used * t
+    down = row * g.n_expert_used
+    if keep is LayerFraction.ATTN:
+        return row, 3 * row + 3 * swiglu + down
+    router = 4 * g.n_expert * t + 4 * g.n_expert_used * t
+    copies = router + swiglu + row
+    return copies - 2 * row, copies + down
+
+
 class FitMeasure:
     """`Measure` for one model file on one rig at one setting, over llama.cpp's devices
     in its order (`devices`: gpu:N / rpc-cpu:HOST, RPC servers first)."""
@@ -164,7 +190,7 @@ class FitMeasure:
         uses = tuple(
             Use(weights[d], tally[d].kv_bytes, self._compute(probe, ranges, d, tally[d]))
             if d in tally
-            else Use(weights[d], 0, 0)
+            else Use(weights[d], 0, self._guest_only(probe, d))
             for d in self.devices
         )
         return Measurement(uses, self._host(probe, ranges))
@@ -190,7 +216,29 @@ class FitMeasure:
         )
         s = replace(self.s, context=probe.context)
         copies = PIPELINE_COPIES if pipeline else 1
-        return device_compute_bytes(self.g, s, layers, head, copies=copies, rpc_cpu=True)
+        i = self.devices.index(d)
+        guests = [o.keep for o in probe.overrides if o.to_device == i]
+        own = device_compute_bytes(self.g, s, layers, head, copies=copies, rpc_cpu=True)
+        if not guests:
+            return own
+        below, alone = _guest_ffn_bytes(self.g, s, guests[0])
+        if not layers:
+            return max(own, alone)
+        # the guest's copies lie under the layers' phases; the head comes after the last
+        # layer, when they are long freed
+        body = device_compute_bytes(self.g, s, layers, False, copies=copies, rpc_cpu=True)
+        return max(own, body + below)
+
+    def _guest_only(self, probe: Probe, d: str) -> int:
+        """The compute buffer of a device with no layers that runs the previous device's
+        overflowing FFN part (RPC devices; see `_guest_ffn_bytes`)."""
+        if rpc_cpu_host(d) is None:
+            return 0
+        i = self.devices.index(d)
+        keep = next((o.keep for o in probe.overrides if o.to_device == i), None)
+        if keep is None:
+            return 0
+        return _guest_ffn_bytes(self.g, replace(self.s, context=probe.context), keep)[1]
 
     def _apply(self, o: Override, layer_dev: dict[int, str], weights: dict[str, int]) -> None:
         d = layer_dev.get(o.layer, CPU)

@@ -25,6 +25,7 @@ from rigspark_gui.core.launch.ollama_defaults import (
     ollama_context_fallback,
     ollama_fit_margin,
     ollama_flash_attn,
+    ollama_projector_on_cpu,
     ollama_ps_processor,
     ollama_total_vram,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "ollama_context_fallback",
     "ollama_fit_margin",
     "ollama_flash_attn",
+    "ollama_projector_on_cpu",
     "ollama_ps_processor",
     "ollama_total_vram",
     "parse_llama_args",

@@ -39,17 +39,32 @@ class Engine(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchForm:
+    """One way to write an engine's command for the same plan: `pinned` (the placement
+    written out: -ngl, --tensor-split, -ot / --n-cpu-moe) or `fit` (llama.cpp's --fit
+    places the layers at launch)."""
+
+    form: str
+    argv: tuple[str, ...]
+    text: str
+    recommended: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchCommand:
     engine: Engine
     # False: `explanation` says why no command is given
     supported: bool
-    # the main command, unquoted
+    # the main command, unquoted (the recommended form where there are several)
     argv: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     # what to copy: shell lines (and a Modelfile for Ollama)
     text: str
     explanation: str = ""
     notes: tuple[str, ...] = ()
+    # llama-server: both forms, the recommended one marked, and why it is recommended
+    forms: tuple[LaunchForm, ...] = ()
+    recommendation: str = ""
 
 
 def default_model_file(spec: ModelSpec, quant: str) -> str:

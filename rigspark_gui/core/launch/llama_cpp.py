@@ -9,14 +9,18 @@ from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.flash_attn import FaWhere, attention_shape, device_support, worst
+from rigspark_gui.core.launch.beside_args import beside_args
+from rigspark_gui.core.launch.cpu_loading import loading_args
 from rigspark_gui.core.launch.engine import (
     Engine,
     LaunchCommand,
     accept,
+    cuda_env,
     default_model_file,
     model_args,
     refuse,
 )
+from rigspark_gui.core.launch.llama_fit_form import choose_form, fit_form_argv
 from rigspark_gui.core.launch.llama_layout import (
     GPU_BUFFER_RE,
     Override,
@@ -109,33 +113,34 @@ def llama_server_command(
     argv += layout.moe_args  # before any -ot rule: the first rule that matches wins
     for o in dev.overrides:
         argv += ["-ot", o.arg]
-    argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
+    # the flags both forms share (pinned and let-fit-decide)
+    tail = ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
     # what the plan left to llama-server stays its default: -fa auto, -np auto (4 slots)
     if not s.is_auto("flash_attn"):
-        argv += ["-fa", "on" if s.flash_attn else "off"]
+        tail += ["-fa", "on" if s.flash_attn else "off"]
     if not s.is_auto("parallel"):
-        argv += ["-np", str(s.parallel)]
+        tail += ["-np", str(s.parallel)]
         if s.kv_unified:
-            argv.append("-kvu")
+            tail.append("-kvu")
     if s.n_ubatch != DEFAULT_UBATCH:
-        argv += ["-ub", str(s.n_ubatch)]
+        tail += ["-ub", str(s.n_ubatch)]
     if s.swa_full:
-        argv.append("--swa-full")
-    notes = [*model_notes, *dev.notes]
-    notes.append(
-        "recommended as written: -ngl and --tensor-split pin the placement RigSpark "
-        "planned and measured, which switches llama.cpp's --fit off; to let fit decide "
-        "instead (its own placement, see the plan's fit line): "
-        + " ".join(
-            ["llama-server", *model, *(["-c", str(s.context)] if not s.is_auto("context") else [])]
-        )
-    )
+        tail.append("--swa-full")
+    tail += loading_args(placement, spec, quant, s, rig)  # --load-mode none / --no-repack
+    tail += beside_args(spec, s, hf=model[0] == "-hf")  # --mmproj, -md ...
+    argv += tail
+    fit_argv = fit_form_argv(model, s, tail)
+    fit_env = cuda_env(rig, prefix)
+    forms, why = choose_form(placement, spec, quant, s, rig, argv, fit_argv, dev.env, fit_env)
+    notes = [*model_notes, *dev.notes, f"recommended: {why}"]
+    notes += [f"let fit decide: {f.text}" for f in forms if f.form == "fit"]
     fa_warning = flash_attn_warning(placement, spec, s, rig, prefix)
     if fa_warning is not None:
         notes.append(fa_warning)
     if prefix == "MTL":
         notes.append("older llama.cpp builds name the Apple GPU buffer 'Metal' instead of MTL0")
-    return accept(engine, argv, dev.env, notes)
+    # argv / text stay the pinned form (what RigSpark measured); `forms` has both
+    return replace(accept(engine, argv, dev.env, notes), forms=forms, recommendation=why)
 
 
 def koboldcpp_command(

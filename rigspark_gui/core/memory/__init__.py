@@ -3,6 +3,7 @@ rules and the CPU repack copy), the KV cache and the compute buffers.
 
 The public face of memory sizing; other packages import from here only."""
 
+from rigspark_gui.core.memory.arch_hybrid import HYBRID_ARCHS, ROLLBACK_ARCHS, state_rows
 from rigspark_gui.core.memory.compute_buffer import (
     PIPELINE_COPIES,
     device_compute_bytes,
@@ -16,12 +17,27 @@ from rigspark_gui.core.memory.kv_cache import (
     kv_cells,
     kv_row_pair_bytes,
     kv_total_bytes,
+    recurrent_state_bytes,
+    state_bytes_per_layer,
+    state_total_bytes,
 )
 from rigspark_gui.core.memory.params import param_count
+from rigspark_gui.core.memory.projector import (
+    ProjectorLoad,
+    max_image_size,
+    projector_load,
+    warmup_image_size,
+)
 from rigspark_gui.core.memory.repack import (
+    LOAD_FLAG_BACKENDS,
+    NO_MMAP_FLAG,
+    NO_REPACK_FLAG,
+    CpuLoading,
     RepackBytes,
     cpu_repack_bytes,
     is_repacked,
+    loading_note,
+    reads_in,
     repack_for,
     repack_types,
 )
@@ -34,7 +50,14 @@ from rigspark_gui.core.memory.weights import (
 )
 
 __all__ = [
+    "HYBRID_ARCHS",
+    "LOAD_FLAG_BACKENDS",
+    "NO_MMAP_FLAG",
+    "NO_REPACK_FLAG",
     "PIPELINE_COPIES",
+    "ROLLBACK_ARCHS",
+    "CpuLoading",
+    "ProjectorLoad",
     "RepackBytes",
     "TensorRow",
     "WeightsLayout",
@@ -49,13 +72,22 @@ __all__ = [
     "kv_cells",
     "kv_row_pair_bytes",
     "kv_total_bytes",
+    "loading_note",
+    "max_image_size",
     "output_buffer_bytes",
     "param_count",
     "pipeline_copies",
+    "projector_load",
+    "reads_in",
+    "recurrent_state_bytes",
     "repack_for",
     "repack_types",
+    "state_bytes_per_layer",
+    "state_rows",
+    "state_total_bytes",
     "synth_rows",
     "synthesize_tensors",
+    "warmup_image_size",
     "weights_floor",
     "weights_layout",
 ]

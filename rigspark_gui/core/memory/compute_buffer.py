@@ -17,6 +17,8 @@ f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.arch_dsa import dsa_indexer_compute_bytes
+from rigspark_gui.core.memory.arch_gemma4 import ple_compute_bytes
 from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
 from rigspark_gui.core.memory.tensors import FUSED_QKV_ARCHS
 from rigspark_gui.core.model import Geometry
@@ -75,8 +77,17 @@ def device_compute_bytes(
         return 4 * t * (g.n_embd * _VLLM_ACT_ROWS + 2 * max(g.n_ff, g.n_ff_expert)) + (
             4 * g.n_vocab * 256 if has_output else 0
         )
+    # DeepSeek sparse attention: the indexer's mask and scores beside the attention's
+    dsa = dsa_indexer_compute_bytes(
+        g,
+        s.flash_attn,
+        max((kv_cells_per_stream(g, il, s) for il in layers), default=0),
+        n_graph_tokens(s),
+    )
+    # Gemma's per-layer inputs: live through every layer of the graph
+    dsa += ple_compute_bytes(g, n_graph_tokens(s)) if layers else 0
     if cpu:
-        return _cpu_compute_bytes(g, s, layers, has_output)
+        return _cpu_compute_bytes(g, s, layers, has_output) + dsa
     if rpc_cpu:
         first = 0 in layers if first is None else first
         last = g.n_layer - 1 in layers if last is None else last
@@ -100,7 +111,7 @@ def device_compute_bytes(
         peak = max(attn, ffn)
     if has_output:
         peak = max(peak, 4 * g.n_vocab * t + row)
-    return peak + (copies * inputs if copies > 1 else 0)
+    return peak + (copies * inputs if copies > 1 else 0) + dsa
 
 
 def pipeline_copies(gpus_seen: int, all_on_gpus: bool, s: PlanSettings) -> int:
@@ -257,7 +268,7 @@ def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_outp
     mask = (2 if s.flash_attn else 4) * n_kv * t if layers else 0
     v_idxs = 8 * t * (1 if s.flash_attn else g.head_dim_v * g.n_head_kv)
     small = 4 * t * 3 + 12 * t + 8 * t  # tokens, out_ids, pos; mixed ids + slots; K rows
-    prefix = 5 * row + small + v_idxs + mask
+    prefix = 5 * row + small + v_idxs + mask + _other_caches_bytes(g, s, layers)
     peak = 0
     ffn_t = 4 * _ffn_width(g) * t
     if layers:
@@ -271,6 +282,19 @@ def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_outp
         if logits > hole:
             peak = max(peak, logits + (row if _head_row(mask + row + v_idxs, ffn_t, row) else 0))
     return prefix + peak
+
+
+def _other_caches_bytes(g: Geometry, s: PlanSettings, layers: list[int]) -> int:
+    """The inputs of a second cache (sliding-window layers beside full ones, as Gemma-2
+    has): its own K and V row indices and KQ mask, allocated with the first cache's at
+    the bottom of the buffer (ggml-alloc placements on llama-fit-params b11434)."""
+    kinds = attention_kinds(g)  # the graph builds both caches' inputs, whatever it runs
+    if not layers or len(kinds) < 2:
+        return 0
+    t = n_graph_tokens(s)
+    n_kv = min(kv_cells_per_stream(g, il, s) for il in kinds)
+    v_idxs = 8 * t * (1 if s.flash_attn else g.head_dim_v * g.n_head_kv)
+    return 8 * t + v_idxs + (2 if s.flash_attn else 4) * n_kv * t
 
 
 def _head_row(low: int, ffn_t: int, row: int) -> bool:

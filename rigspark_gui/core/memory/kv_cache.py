@@ -10,14 +10,23 @@ pad256(min(n_ctx_seq, window + n_ubatch)) per stream unless --swa-full
 (src/llama-kv-cache-iswa.cpp: `GGML_PAD(std::min(size_base, n_swa*(unified ? n_seq_max : 1)
 + n_ubatch), 256)`). With a unified cache (llama-server's automatic 4 slots) there is one
 stream of pad256(context) cells and the window term is window * n_seq + n_ubatch. MLA
-layers keep only the latent K (kv_lora_rank + rope dims, one head). Recurrent layers hold
-F32 state per sequence, independent of context. vLLM pages of 16 tokens instead.
+layers keep only the latent K (kv_lora_rank + rope dims, one head). vLLM pages of 16
+tokens instead.
+
+Recurrent layers of hybrid models (Gated DeltaNet, Mamba-2, short convolutions) hold no
+KV: each holds an f32 conv state r and recurrent state s (hparams.n_embd_r/n_embd_s) of
+max(1, n_seq_max) x (1 + n_rs_seq) rows (src/llama-memory-recurrent.cpp), whatever the
+context and the cache type. "KV" below is the attention KV plus that state (what a
+device holds for context); `state_bytes_per_layer` is the state alone.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from rigspark_gui.core.memory.arch_dsa import dsa_indexer_row_bytes
+from rigspark_gui.core.memory.arch_gemma4 import v_width_max
+from rigspark_gui.core.memory.arch_hybrid import state_rows
 from rigspark_gui.core.model import Geometry, KvCacheType, kv_row_bytes
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
@@ -63,25 +72,46 @@ def kv_cells(g: Geometry, layer: int, s: PlanSettings, unified: bool = False) ->
     return kv_cells_per_stream(g, layer, s, unified) * kv_streams(s, unified)
 
 
-def kv_row_pair_bytes(g: Geometry, layer: int, k: KvCacheType, v: KvCacheType) -> int:
-    """K plus V bytes of one cell of one layer (0 for layers without KV)."""
+def kv_row_pair_bytes(
+    g: Geometry, layer: int, k: KvCacheType, v: KvCacheType, v_trans: bool = False
+) -> int:
+    """K plus V bytes of one cell of one layer (0 for layers without KV). Head dims are
+    the layer's own (Gemma 4's sliding layers differ); a DSA model adds its indexer key.
+    `v_trans` (no flash attention): llama.cpp stores V transposed with every layer's row
+    as wide as the widest layer's (n_embd_v_gqa_max, src/llama-kv-cache.cpp)."""
     heads = g.kv_heads(layer)
-    if heads == 0:  # recurrent, KV-less or NextN layers
+    if heads == 0 or not g.owns_kv(layer):  # recurrent, KV-less, NextN or shared-KV layers
         return 0
     if g.is_mla:
         latent = (g.kv_lora_rank or 0) + (g.rope_head_dim or 0)
-        return kv_row_bytes(k, latent)
-    return kv_row_bytes(k, g.head_dim_k * heads) + kv_row_bytes(v, g.head_dim_v * heads)
+        return kv_row_bytes(k, latent) + dsa_indexer_row_bytes(g, layer, k)
+    v_width = v_width_max(g) if v_trans else g.head_dim_v_at(layer) * heads
+    return kv_row_bytes(k, g.head_dim_k_at(layer) * heads) + kv_row_bytes(v, v_width)
 
 
-def recurrent_state_bytes(g: Geometry, layer: int, s: PlanSettings) -> int:
+def recurrent_state_bytes(g: Geometry, layer: int, s: PlanSettings, n_rs_seq: int = 0) -> int:
+    """f32 r and s state of `layer` for every sequence (0 on attention layers);
+    `n_rs_seq` the rollback snapshots a drafting run adds per sequence."""
     if layer not in g.recurrent_layers:
         return 0
-    return (g.recurrent_r_values + g.recurrent_s_values) * 4 * s.parallel
+    rows = state_rows(g, s.parallel, n_rs_seq)
+    return (g.recurrent_r_values + g.recurrent_s_values) * 4 * rows
+
+
+def state_bytes_per_layer(g: Geometry, s: PlanSettings) -> tuple[int, ...]:
+    """The recurrent state alone, per layer (0 on attention layers)."""
+    if not g.recurrent_layers:
+        return (0,) * g.n_layer
+    return tuple(recurrent_state_bytes(g, il, s) for il in range(g.n_layer))
+
+
+def state_total_bytes(g: Geometry, s: PlanSettings) -> int:
+    return sum(state_bytes_per_layer(g, s))
 
 
 def layer_kv_bytes(g: Geometry, layer: int, s: PlanSettings) -> int:
-    return kv_row_pair_bytes(g, layer, s.kv_k, s.kv_v) * kv_cells(
+    v_trans = not s.flash_attn and s.backend is not Backend.VLLM
+    return kv_row_pair_bytes(g, layer, s.kv_k, s.kv_v, v_trans) * kv_cells(
         g, layer, s
     ) + recurrent_state_bytes(g, layer, s)
 

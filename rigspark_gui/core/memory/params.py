@@ -11,8 +11,10 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
-from rigspark_gui.core.memory.tensors import block_tensors, layer_keys
+from rigspark_gui.core.memory.tensors import block_tensors, global_tensors, layer_keys
 from rigspark_gui.core.model import Geometry, ModelSpec, TensorGroup
+
+_LOOKUPS = frozenset({"token_embd.weight", "per_layer_token_embd.weight"})
 
 
 class ParamCount(NamedTuple):
@@ -30,8 +32,8 @@ def count_params(
         total += n
         if expert and group is TensorGroup.BLOCK and layer is not None:
             expert_params += n
-        if embd is None and name == "token_embd.weight":
-            embd = n
+        if name in _LOOKUPS:
+            embd = (embd or 0) + n
     frac = g.n_expert_used / g.n_expert if g.n_expert else 1.0
     active = total - expert_params + round(expert_params * frac) - (embd or 0)
     return ParamCount(total, max(active, 0))
@@ -42,9 +44,11 @@ def synth_param_count(g: Geometry) -> ParamCount:
     """The same count as tensor by tensor, but each kind of block is shaped once: layers
     differ only by recurrence, KV heads and MoE, so a catalog of 129 models is counted
     in milliseconds (the model picker sorts by size at start-up)."""
-    embd = g.n_embd * g.n_vocab
-    kinds: dict[tuple[bool, int, bool], tuple[int, int]] = {}
-    total = embd + g.n_embd + (0 if g.tied_embeddings else embd)  # + output norm and head
+    # token tables (token_embd, Gemma's per-layer table) are lookups, not reads
+    shapes = [(n, math.prod(shape)) for n, shape, _, _ in global_tensors(g)]
+    embd = sum(k for n, k in shapes if n.endswith("token_embd.weight"))
+    kinds: dict[tuple[bool, int, bool, int], tuple[int, int]] = {}
+    total = sum(k for _, k in shapes)
     experts = 0
     for il, kind in enumerate(layer_keys(g)):
         counted = kinds.get(kind)

@@ -1,16 +1,25 @@
 """What llama.cpp's CPU backend copies into its CPU_REPACK buffer: the weights of the
 units that run on the CPU, in the types its GEMM kernels repack into interleaved rows,
-beside the memory-mapped file.
+beside the memory-mapped file; and how loading without mmap (or without repacking)
+changes what stays resident.
+
+Measured with llama-server b11434 (validation/rss_b11434.json, docs/validation.md): with
+the file mapped, the pages of every repacked tensor are read to build the copy and stay
+resident beside it (RssFile), so the weights count twice; read into memory
+(`--load-mode none`, `--no-mmap` before b11434) only the copy and the other tensors are
+held; with `--no-repack` only the mapped file, and the CPU runs slower kernels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.memory.tensors import TensorRow, gguf_padded, synth_rows
 from rigspark_gui.core.model import Geometry, ModelSpec, TensorGroup, TensorInfo
+from rigspark_gui.core.settings import Backend, PlanSettings
 
 # llama.cpp's CPU backend repacks some weight types into interleaved rows for its
 # GEMM kernels (ggml/src/ggml-cpu/repack.cpp, ggml_repack_get_optimal_repack_type): the
@@ -38,6 +47,14 @@ class RepackBytes(NamedTuple):
     @property
     def total(self) -> int:
         return sum(self.block_bytes) + self.output_bytes
+
+    def read_in(self, tied: bool) -> RepackBytes:
+        """The extra bytes when the file is read into memory instead of mapped: the
+        repacked tensors are held once (in CPU_REPACK, not also in the CPU buffer), so
+        nothing is extra but a tied head's second copy of the token table; every tensor
+        is in a buffer, so no file range is left out either."""
+        zeros = (0,) * len(self.block_bytes)
+        return RepackBytes(zeros, zeros, self.output_bytes if tied else 0, 0)
 
 
 def _repacked(t: TensorInfo | TensorRow, types: frozenset[str]) -> bool:
@@ -125,10 +142,69 @@ def _synth_repack(g: Geometry, quant: str, features: tuple[str, ...]) -> RepackB
     )
 
 
-def repack_for(spec: ModelSpec, quant: str, features: tuple[str, ...]) -> RepackBytes | None:
-    """cpu_repack_bytes, cached for catalog models (their tensors are synthesized)."""
-    if not features:
+# the engines whose launch commands carry the loading flags (llama-server)
+LOAD_FLAG_BACKENDS = (Backend.LLAMA_CPP,)
+# llama.cpp b11434's flags (common/arg.cpp); `--load-mode none` was `--no-mmap` before
+NO_MMAP_FLAG = "--load-mode none"
+NO_REPACK_FLAG = "--no-repack"
+
+
+def reads_in(s: PlanSettings, repacks: bool) -> bool:
+    """Whether the plan loads the weights without mmap: when told to, or, left open
+    (mmap None), when the CPU backend repacks some of them on an engine whose launch
+    can say so."""
+    if s.mmap is not None:
+        return not s.mmap
+    return repacks and s.repack and s.backend in LOAD_FLAG_BACKENDS
+
+
+def repack_for(
+    spec: ModelSpec, quant: str, features: tuple[str, ...], s: PlanSettings | None = None
+) -> RepackBytes | None:
+    """cpu_repack_bytes, cached for catalog models (their tensors are synthesized); with
+    `s`, what its loading settings leave resident beside the file's own bytes (nothing
+    with --no-repack; only a tied head's copy when read in without mmap)."""
+    if not features or (s is not None and not s.repack):
         return None
     if spec.tensors is None:
-        return _synth_repack(spec.geometry, quant, tuple(sorted(features)))
-    return cpu_repack_bytes(spec, quant, features)
+        r = _synth_repack(spec.geometry, quant, tuple(sorted(features)))
+    else:
+        r = cpu_repack_bytes(spec, quant, features)
+    if r is None or s is None or not reads_in(s, True):
+        return r
+    return r.read_in(spec.geometry.tied_embeddings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuLoading:
+    """How a path loads the weights its CPU holds when the CPU backend repacks some of
+    them: the flag its launch carries, and its memory both ways."""
+
+    # the launch flag ("" : llama.cpp's default, the file mapped)
+    flag: str
+    # weights the CPU backend copies into CPU_REPACK on this path
+    repacked_bytes: int
+    # the path's required memory as planned, and with llama.cpp's defaults (the file
+    # mapped and repacked: the repacked tensors' pages stay resident beside the copy)
+    required_bytes: int
+    mapped_required_bytes: int
+    # one sentence
+    note: str
+
+
+def loading_note(flag: str, repacked_bytes: int, required: int, mapped: int) -> str:
+    """What the loading flag does to this path, in one sentence."""
+    gib = 1 << 30
+    copy = f"llama.cpp repacks {repacked_bytes / gib:.1f} GiB of weights for the CPU"
+    both = f"{mapped / gib:.1f} GiB with the file mapped"
+    if flag == NO_MMAP_FLAG:
+        return (
+            f"{copy}: loaded without mmap ({flag}) it holds them once, "
+            f"{required / gib:.1f} GiB instead of {both}, at the same speed"
+        )
+    if flag == NO_REPACK_FLAG:
+        return (
+            f"{copy} unless told not to: with {flag} it needs {required / gib:.1f} GiB "
+            f"instead of {both}, with slower CPU kernels"
+        )
+    return f"{copy} and keeps the mapped pages beside the copy: {both}"

@@ -14,6 +14,20 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
+from rigspark_gui.core.memory.arch_dsa import DSA_ARCHS, dsa_block_tensors
+from rigspark_gui.core.memory.arch_gemma4 import (
+    GEMMA_PLE_ARCHS,
+    gemma_block_tensors,
+    gemma_global_tensors,
+    gemma_layer_keys,
+    unquantized_type,
+)
+from rigspark_gui.core.memory.arch_hybrid import (
+    HYBRID_ARCHS,
+    hybrid_block_tensors,
+    hybrid_output_norm,
+)
+from rigspark_gui.core.memory.arch_more import MORE_ARCHS, more_block_tensors
 from rigspark_gui.core.model import (
     Geometry,
     RecipeContext,
@@ -30,7 +44,9 @@ _UNGATED_FFN = frozenset({"falcon", "starcoder2", "gpt2", "phi2", "bloom", "mpt"
 # Q, K and V from one attn_qkv matrix
 FUSED_QKV_ARCHS = frozenset({"phi3", "falcon", "bloom", "mpt", "gpt2", "phi2", "gptneox"})
 _QKV_BIAS = frozenset({"qwen2", "qwen2moe", "starcoder2", "falcon", "gpt-oss"})
-_QK_NORM = frozenset({"qwen3", "qwen3moe", "gemma3", "olmo2", "olmoe", "cohere2", "glm4moe"})
+_QK_NORM = frozenset(
+    {"qwen3", "qwen3moe", "qwen3vl", "qwen3vlmoe", "gemma3", "olmo2", "olmoe", "cohere2", "glm4moe"}
+)
 _POST_NORMS = frozenset({"gemma2", "gemma3", "olmo2", "glm4"})
 
 
@@ -41,6 +57,16 @@ def gguf_padded(n: int) -> int:
 
 def block_tensors(g: Geometry, il: int) -> list[tuple[str, tuple[int, ...]]]:
     """Names and ggml shapes (ne0 first) of one block's tensors before typing."""
+    if g.architecture in HYBRID_ARCHS:
+        return hybrid_block_tensors(g, il)
+    if g.architecture in GEMMA_PLE_ARCHS:
+        return gemma_block_tensors(g, il)
+    if g.architecture in DSA_ARCHS:
+        return dsa_block_tensors(g, il)
+    if g.architecture in MORE_ARCHS:
+        return more_block_tensors(g, il)
+    if il >= g.n_layer - g.n_layer_nextn:
+        return []  # an MTP block: skipped at load unless drafting with it
     e, arch = g.n_embd, g.architecture
     hk, hv = g.head_dim_k, g.head_dim_v
     kv = g.kv_heads(il)
@@ -123,14 +149,20 @@ class BlockTensor(NamedTuple):
     gate_up: bool
 
 
-def layer_keys(g: Geometry) -> tuple[tuple[bool, int, bool], ...]:
-    """What makes a block's tensors differ from another's: recurrence, KV heads, MoE
-    (one key for every layer of most models, found without asking layer by layer)."""
+def layer_keys(g: Geometry) -> tuple[tuple[bool, int, bool, int], ...]:
+    """What makes a block's tensors differ from another's: recurrence, KV heads, MoE, FFN
+    width where it varies (one key for every layer of most models, found without asking
+    layer by layer)."""
+    if g.architecture in GEMMA_PLE_ARCHS:
+        return gemma_layer_keys(g)
     uniform_moe = not g.is_moe or (g.n_dense_lead == 0 and g.moe_every <= 1)
     if not g.recurrent_layers and g.n_head_kv_per_layer is None and uniform_moe:
-        return ((False, g.n_head_kv, g.is_moe),) * g.n_layer
+        return ((False, g.n_head_kv, g.is_moe, 0),) * g.n_layer
+    ff = g.n_ff_per_layer or (0,) * g.n_layer
+    trunk = g.n_layer - g.n_layer_nextn  # MTP blocks (-1): a kind of their own, no tensors
     return tuple(
-        (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il)) for il in range(g.n_layer)
+        (il in g.recurrent_layers, g.kv_heads(il), g.is_moe_layer(il), ff[il] if il < trunk else -1)
+        for il in range(g.n_layer)
     )
 
 
@@ -138,7 +170,7 @@ def layer_keys(g: Geometry) -> tuple[tuple[bool, int, bool], ...]:
 def block_kinds(g: Geometry) -> tuple[tuple[tuple[BlockTensor, ...], ...], tuple[int, ...]]:
     """Each kind of block's tensors (layers differ only by recurrence, KV heads and MoE)
     and every layer's kind."""
-    kinds: dict[tuple[bool, int, bool], int] = {}
+    kinds: dict[tuple[bool, int, bool, int], int] = {}
     tensors: list[tuple[BlockTensor, ...]] = []
     of_layer: list[int] = []
     for il, key in enumerate(layer_keys(g)):
@@ -147,7 +179,8 @@ def block_kinds(g: Geometry) -> tuple[tuple[tuple[BlockTensor, ...], ...], tuple
             k = kinds[key] = len(tensors)
             block = []
             for name, shape in block_tensors(g, il):
-                short = name.split(".", 2)[2]
+                # a block's tensors without blk.N (Gemma's layer-0 projection has none)
+                short = name.split(".", 2)[2] if name.startswith("blk.") else name
                 block.append(
                     BlockTensor(
                         short,
@@ -198,7 +231,8 @@ def global_tensors(g: Geometry) -> _Shapes:
     head = () if g.tied_embeddings else (("output.weight", (g.n_embd, g.n_vocab)),)
     return (
         ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None),
-        ("output_norm.weight", (g.n_embd,), TensorGroup.OUTPUT, None),
+        *((n, sh, grp, None) for n, sh, grp in gemma_global_tensors(g)),
+        (hybrid_output_norm(g), (g.n_embd,), TensorGroup.OUTPUT, None),
         *((n, s, TensorGroup.OUTPUT, None) for n, s in head),
     )
 
@@ -206,7 +240,10 @@ def global_tensors(g: Geometry) -> _Shapes:
 @lru_cache(maxsize=512)
 def recipe_context(g: Geometry) -> RecipeContext:
     """What the quantization recipe needs to know about the model."""
-    kv0 = g.kv_heads(0) if g.n_layer else g.n_head_kv
+    # llama.cpp's n_head_kv(0) as loaded: a hybrid's scalar head_count_kv holds on its
+    # recurrent layer 0 too
+    per_layer = g.n_head_kv_per_layer
+    kv0 = per_layer[0] if per_layer else g.n_head_kv
     return RecipeContext(
         architecture=g.architecture,
         n_gqa=g.n_head // kv0 if kv0 else 0,  # hparams.n_gqa(): layer 0, 0 without KV heads
@@ -288,7 +325,7 @@ def _synth_types(g: Geometry, ftype: str) -> Iterator[tuple[_Recipe, str, int]]:
             if t is None:
                 t = chosen[key] = choose(name, shape[0], three, ctx, i_wv, i_down, layer)
         else:
-            t = "F32"
+            t = unquantized_type(name)
         if wv:
             i_wv += 1
         if down:

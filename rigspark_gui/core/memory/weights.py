@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
+from rigspark_gui.core.memory.arch_gemma4 import unquantized_type
 from rigspark_gui.core.memory.params import count_params, param_count, synth_param_count
 from rigspark_gui.core.memory.tensors import (
     BlockTensor,
@@ -194,7 +195,11 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
             if _counted(t):
                 counted.append((place, t))
                 continue
-            kind = choose(t.name, t.ne0, t.three, ctx, 0, 0, 0) if t.quantizable else "F32"
+            kind = (
+                choose(t.name, t.ne0, t.three, ctx, 0, 0, 0)
+                if t.quantizable
+                else unquantized_type(t.name)
+            )
             seen_here.append((place, kind))
             size = row_bytes(kind, t.n)
             types[kind] = types.get(kind, 0) + size * layers_of_kind[k]
@@ -241,18 +246,22 @@ def _synth_layout(g: Geometry, quant: str) -> WeightsLayout:
         kind = (
             choose(name, shape[0], len(shape) == 3, ctx, i_wv, i_down, None)
             if quantizable(name, len(shape))
-            else "F32"
+            else unquantized_type(name)
         )
         size = row_bytes(kind, n)
         types[kind] = types.get(kind, 0) + size
-        if group is TensorGroup.INPUT:
+        # the token table leads the file; every other global tensor (Gemma's per-layer
+        # table too) follows the blocks
+        if name == "token_embd.weight":
             first.append(kind)
+        else:
+            order.append(kind)
+        if group is TensorGroup.INPUT:
             input_b += gguf_padded(size)
             if name == "token_embd.weight":
                 embd = gguf_padded(size)
         else:
             output_b += gguf_padded(size)
-            order.append(kind)
     types = {kind: types[kind] for kind in dict.fromkeys([*first, *order])}
     params = synth_param_count(g)
     return WeightsLayout(

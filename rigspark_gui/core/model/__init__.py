@@ -5,6 +5,7 @@ quantization.
 The public face of the model package; other packages import from here only."""
 
 from rigspark_gui.core.model import quant_recipe
+from rigspark_gui.core.model.draft import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel
 from rigspark_gui.core.model.ggml_types import (
     GGML_TYPES,
     GGML_TYPES_BY_ID,
@@ -22,6 +23,7 @@ from rigspark_gui.core.model.model_spec import (
     TensorInfo,
     require_quant,
 )
+from rigspark_gui.core.model.projector import Projector
 from rigspark_gui.core.model.quality import (
     QualityTable,
     QuantQuality,
@@ -42,10 +44,13 @@ __all__ = [
     "FTYPE_DEFAULT",
     "GGML_TYPES",
     "GGML_TYPES_BY_ID",
+    "VOCAB_MAX_SIZE_DIFFERENCE",
     "Checkpoint",
+    "DraftModel",
     "Geometry",
     "KvCacheType",
     "ModelSpec",
+    "Projector",
     "QualityTable",
     "QuantFile",
     "QuantQuality",

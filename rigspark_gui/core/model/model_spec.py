@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidModelError
+from rigspark_gui.core.model.draft import DraftModel
 from rigspark_gui.core.model.ggml_types import ggml_type, tensor_bytes
+from rigspark_gui.core.model.projector import Projector
 from rigspark_gui.core.model.quality import QuantQuality
 
 __all__ = [
@@ -66,6 +68,42 @@ class Geometry:
     recurrent_r_values: int = 0
     # ssm state values per layer
     recurrent_s_values: int = 0
+    # Mamba-2 / Gated DeltaNet shapes (llama.cpp hparams.ssm_*): conv kernel, inner width
+    # (value heads x head dim), state size (key head dim), time-step rank (value heads),
+    # groups (key heads)
+    ssm_d_conv: int = 0
+    ssm_d_inner: int = 0
+    ssm_d_state: int = 0
+    ssm_dt_rank: int = 0
+    ssm_n_group: int = 0
+    # LFM2 short-convolution cache length (hparams.n_shortconv_l_cache)
+    shortconv_l_cache: int = 0
+    # FFN width of each layer where it differs (Nemotron-H: 0 on Mamba and attention layers)
+    n_ff_per_layer: tuple[int, ...] | None = None
+    # Nemotron 3 latent MoE: experts work at this width (hparams.moe_latent_size)
+    moe_latent_size: int = 0
+    # head dims of sliding-window layers where they differ (Gemma 4: n_embd_head_k_swa)
+    head_dim_k_swa: int | None = None
+    head_dim_v_swa: int | None = None
+    # layers from here on reuse an earlier layer's KV and hold none (Gemma 3n / 4:
+    # hparams.n_layer_kv_from_start)
+    n_layer_kv_from_start: int | None = None
+    # per-layer embedding width (Gemma 3n / 4: hparams.n_embd_per_layer); its token table
+    # of n_embd_per_layer x n_layer x n_vocab stays in host memory
+    n_embd_per_layer: int = 0
+    # Gemma 4: full-attention layers use K as V and have no attn_v (HF attention_k_eq_v)
+    attention_k_eq_v: bool = False
+    # Gemma 3n: AltUp inputs and LAuReL rank (hparams.n_altup, laurel_rank)
+    n_altup: int = 0
+    laurel_rank: int = 0
+    # DeepSeek sparse attention: lightning-indexer heads and key width (hparams.indexer_*);
+    # layers keeping an indexer key cache where not all do (GLM-5.2 is_indexer_full)
+    indexer_n_head: int = 0
+    indexer_head_size: int = 0
+    indexer_layers: tuple[int, ...] | None = None
+    # MTP / NextN blocks at the end of n_layer (hparams.n_layer_nextn): each a placement
+    # slot (-ngl counts them), but without KV and skipped at load unless drafting with them
+    n_layer_nextn: int = 0
     # trained context, tokens
     context_length: int
 
@@ -80,7 +118,21 @@ class Geometry:
             raise ValueError("recurrent_layers names a layer outside the model")
         if (self.sliding_window is None) != (self.swa_pattern is None):
             raise ValueError("sliding_window and swa_pattern go together")
+        if self.n_ff_per_layer is not None and len(self.n_ff_per_layer) != self.n_layer:
+            raise ValueError("n_ff_per_layer must list one value per layer")
+        if self.recurrent_layers and not (self.recurrent_r_values or self.recurrent_s_values):
+            r, s = self.state_values()
+            object.__setattr__(self, "recurrent_r_values", r)
+            object.__setattr__(self, "recurrent_s_values", s)
         return self
+
+    def state_values(self) -> tuple[int, int]:
+        """f32 values of one sequence's conv (r) and recurrent (s) state on a recurrent
+        layer: llama.cpp's hparams.n_embd_r() and n_embd_s() (src/llama-hparams.cpp)."""
+        if self.shortconv_l_cache:  # LFM2: the last L-1 inputs of the short convolution
+            return self.n_embd * (self.shortconv_l_cache - 1), 0
+        width = self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state
+        return max(self.ssm_d_conv - 1, 0) * width, self.ssm_d_state * self.ssm_d_inner
 
     @property
     def is_moe(self) -> bool:
@@ -89,6 +141,29 @@ class Geometry:
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
+
+    def head_dim_k_at(self, layer: int) -> int:
+        """hparams.n_embd_head_k(il): the sliding-window dim on sliding layers."""
+        if self.head_dim_k_swa is not None and self.is_sliding(layer):
+            return self.head_dim_k_swa
+        return self.head_dim_k
+
+    def head_dim_v_at(self, layer: int) -> int:
+        if self.head_dim_v_swa is not None and self.is_sliding(layer):
+            return self.head_dim_v_swa
+        return self.head_dim_v
+
+    def owns_kv(self, layer: int) -> bool:
+        """hparams.has_kv(il): False on layers that reuse an earlier layer's cache."""
+        if layer >= self.n_layer - self.n_layer_nextn:
+            return False  # MTP blocks: the main context filters them out
+        return self.n_layer_kv_from_start is None or layer < self.n_layer_kv_from_start
+
+    def has_indexer(self, layer: int) -> bool:
+        """Whether `layer` keeps a DSA lightning-indexer key cache."""
+        if not self.indexer_head_size or layer >= self.n_layer - self.n_layer_nextn:
+            return False
+        return self.indexer_layers is None or layer in self.indexer_layers
 
     def kv_heads(self, layer: int) -> int:
         if layer in self.recurrent_layers:
@@ -104,6 +179,8 @@ class Geometry:
     def is_moe_layer(self, layer: int) -> bool:
         if not self.is_moe or layer < self.n_dense_lead:
             return False
+        if self.n_ff_per_layer is not None:  # Nemotron-H: the FFN layers are the MoE ones
+            return self.n_ff_per_layer[layer] > 0
         return (layer + 1) % self.moe_every == 0 if self.moe_every > 1 else True
 
     def __post_init__(self) -> None:
@@ -200,6 +277,10 @@ class ModelSpec:
     ollama_tag: str = ""
     # a native checkpoint's format and size (serving engines)
     checkpoint: Checkpoint | None = None
+    # the vision/audio projector (mmproj) loaded beside it, if any
+    projector: Projector | None = None
+    # a draft model for speculative decoding loaded beside it (-md), if any
+    draft: DraftModel | None = None
 
     def _has_weights(self) -> ModelSpec:
         if self.tensors is None and not self.quants:

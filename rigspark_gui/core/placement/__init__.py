@@ -4,6 +4,7 @@ rule every surface judges them by (`verdict`).
 
 The public face of placement; other packages import from here only."""
 
+from rigspark_gui.core.placement.devices import device_capacity
 from rigspark_gui.core.placement.experts import (
     cpu_moe_count,
     fit_cpu_moe,
@@ -23,7 +24,6 @@ from rigspark_gui.core.placement.layout import (
     DeviceLoad,
     Placement,
     auto_place,
-    device_capacity,
     device_loads,
     gpu_device,
     kv_devices,

@@ -25,10 +25,10 @@ from rigspark_gui.core.memory import (
     output_buffer_bytes,
 )
 from rigspark_gui.core.model import Geometry, KvCacheType
+from rigspark_gui.core.placement.devices import device_capacity
 from rigspark_gui.core.placement.layout import (
     DeviceId,
     as_device,
-    device_capacity,
     input_copies,
     llama_cpp_ranges,
     split_memory,

@@ -26,6 +26,8 @@ from rigspark_gui.core.memory import (
     pipeline_copies,
 )
 from rigspark_gui.core.model import Geometry
+from rigspark_gui.core.placement.devices import device_capacity, device_name
+from rigspark_gui.core.placement.state import split_state
 from rigspark_gui.core.placement.verdict import (
     CPU,
     Verdict,
@@ -142,10 +144,15 @@ class DeviceLoad:
     # copies of its inputs llama.cpp keeps for pipeline parallelism (counted in compute_bytes); 1
     # when it is off
     input_copies: int = 1
+    state_bytes: int = 0  # hybrid layers' recurrent state (f32), apart from kv_bytes
+    projector_bytes: int = 0  # the mmproj's weights and compute buffer (core/plan/projector.py)
+    draft_bytes: int = 0  # a draft model's weights, KV and compute here (core/plan/draft.py)
 
     @property
     def required_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes + self.compute_bytes
+        kv = self.kv_bytes + self.state_bytes
+        beside = self.projector_bytes + self.draft_bytes
+        return self.weights_bytes + kv + self.compute_bytes + beside
 
     @property
     def usable_bytes(self) -> int:
@@ -324,11 +331,10 @@ def llama_base(placement: Placement) -> LlamaBase:
 def kv_devices(
     placement: Placement, s: PlanSettings, base: Sequence[str] | None = None
 ) -> list[str]:
-    """The device holding each block's KV cache. llama.cpp allocates a layer's cache on
-    the device -ngl/--tensor-split gives the layer (llama-kv-cache.cpp:
-    `model.dev_layer(il)`), not where -ot moves its weights: a block dragged off its
-    base device leaves its KV behind. Other engines keep it with the block. `base`:
-    `llama_base(placement).slots`, when the caller has it already."""
+    """The device holding each block's KV cache. llama.cpp allocates a layer's cache on the device
+    -ngl/--tensor-split gives the layer (llama-kv-cache.cpp: `model.dev_layer(il)`), not where -ot
+    moves its weights: a block dragged off its base device leaves its KV behind. Other engines keep
+    it with the block. `base`: `llama_base(placement).slots`, when the caller has it already."""
     blocks = placement.blocks
     inp = next((u for u in placement.units if u.unit == INPUT), None)
     if not s.backend.ggml_based or inp is None or inp.device != CPU:
@@ -437,36 +443,6 @@ def split_memory(rig: Rig, device: str) -> int:
     return rig.gpus[i].memory_bytes if i is not None else device_capacity(rig, device)[0]
 
 
-def device_name(rig: Rig, device: str) -> str:
-    if device == CPU:
-        return rig.cpu.name
-    host = rpc_cpu_host(device)
-    if host is not None:
-        h = rig.host(host)
-        return f"{h.cpu.name if h else 'CPU'} on {host}"
-    gpu = rig.gpus[int(device.split(":")[1])]
-    return f"{gpu.name} on {gpu.host}" if gpu.host else gpu.name
-
-
-def device_capacity(rig: Rig, device: str) -> tuple[int, int]:
-    """(memory a plan may use before reserve, reserve) of one device."""
-    if device == CPU:
-        return rig.ram_usable_bytes, 0
-    cpu_host = rpc_cpu_host(device)
-    if cpu_host is not None:
-        # another host's CPU under rpc-server: that host's usable RAM
-        h = rig.host(cpu_host)
-        return (h.ram_usable_bytes if h else 0), 0
-    gpu = rig.gpus[int(device.split(":")[1])]
-    if gpu.unified and gpu.host:
-        # another host's unified chip (served by rpc-server): no more than that host's
-        # usable RAM, which its CPU side (rpc-server, the OS) shares
-        host = next((h for h in rig.hosts if h.name == gpu.host), None)
-        if host is not None and host.ram_total_bytes > 0:
-            return min(gpu.memory_bytes, host.ram_usable_bytes), gpu.reserve_bytes
-    return gpu.memory_bytes, gpu.reserve_bytes
-
-
 def _repack_on_cpu(repack: RepackBytes, u: UnitPlacement) -> int:
     """Repacked bytes of the parts of a block (dense part, routed experts) on the CPU."""
     total = repack.block_bytes[u.index]
@@ -533,10 +509,10 @@ def device_loads(
 ) -> tuple[DeviceLoad, ...]:
     """Weights, KV, compute and reserve on every device of the rig under `placement`.
 
-    CPU weights are the memory-mapped file plus, with `cpu_repack` (weights.cpu_repack_bytes
-    for the CPU's features), the CPU_REPACK copies of the CPU-resident units: the mapped
-    range still spans the repacked tensors, so both count. The CPU also holds the logits
-    (output) buffer, counted with its compute buffer."""
+    CPU weights are the memory-mapped file plus, with `cpu_repack` (weights.cpu_repack_bytes for the
+    CPU's features), the CPU_REPACK copies of the CPU-resident units: the mapped range still spans
+    the repacked tensors, so both count. The CPU also holds the logits (output) buffer, counted with
+    its compute buffer."""
     kv = kv_layers if kv_layers is not None else kv_bytes_per_layer(g, s)
     weights: dict[str, int] = dict.fromkeys(placement.devices, 0)
     kv_b: dict[str, int] = dict.fromkeys(placement.devices, 0)
@@ -587,6 +563,7 @@ def device_loads(
     if copies > 1 and any(x.verdict is Verdict.OVER for x in loads if x.device != CPU):
         # llama.cpp retries without pipeline parallelism when its copies do not fit
         loads = _loads(*tally, 1)
+    loads = split_state(loads, g, s, kv_dev)
     pool = unified_pool(rig, (x.device for x in loads if x.units))
     if pool:
         # a unified chip's GPU and CPU side are one memory: each shows the pool's verdict

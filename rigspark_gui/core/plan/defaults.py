@@ -121,7 +121,10 @@ def resolve_defaults(spec: ModelSpec, rig: Rig, s: PlanSettings) -> tuple[PlanSe
             context = trained
             assumed.append(f"context: the trained {trained:,} tokens (--fit off)")
         elif b is Backend.OLLAMA:
-            context = ollama_context(ollama_total_vram(rig.gpus), trained) * parallel
+            # a vision model gets 2048 at least (server/sched.go getRunner)
+            vision = spec.projector is not None and not s.text_only
+            context = ollama_context(ollama_total_vram(rig.gpus), trained, vision=vision)
+            context *= parallel
             assumed.append(
                 f"context: Ollama {OLLAMA_VERSIONS}'s {context:,} tokens for this much VRAM"
             )

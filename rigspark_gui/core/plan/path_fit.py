@@ -127,7 +127,7 @@ def _try(
     spec: ModelSpec, ctx: FitContext, cand: PathCandidate, quant: str, layout: WeightsLayout
 ) -> Trial:
     rig = ctx.rig
-    repack = repack_for(spec, quant, rig.cpu.features)
+    repack = repack_for(spec, quant, rig.cpu.features, ctx.s)
     ev = FitEvaluator(spec.geometry, layout, rig, ctx.s, repack, ctx)
     ranges, ngl, split, tally = path_slots(ev, cand)
     return Trial(quant, layout, ev, ranges, ngl, split, measure_path(tally, cand))
@@ -144,7 +144,7 @@ def _try_same_slots(
     """Another quantization on the slots an earlier trial of the path used, without working
     them out again. Only `try_quant` calls it, where the slots cannot depend on the
     quantization."""
-    repack = repack_for(spec, quant, ctx.rig.cpu.features)
+    repack = repack_for(spec, quant, ctx.rig.cpu.features, ctx.s)
     ev = FitEvaluator(spec.geometry, layout, ctx.rig, ctx.s, repack, ctx)
     m = measure_path(ev.tally_ranges(like.ranges), cand)
     return Trial(quant, layout, ev, like.ranges, like.ngl, like.split, m)
@@ -183,7 +183,7 @@ def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate,
     """Largest context (a multiple of 256, up to the trained context) that fits."""
     g = spec.geometry
     layout = weights_layout(spec, quant)
-    repack = repack_for(spec, quant, rig.cpu.features)
+    repack = repack_for(spec, quant, rig.cpu.features, s)
 
     def fits(units: int) -> bool:
         ev = FitEvaluator(g, layout, rig, replace(s, context=units * KV_PAD), repack)

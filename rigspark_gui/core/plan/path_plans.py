@@ -22,8 +22,9 @@ from rigspark_gui.core.placement import (
     uniform_placement,
     with_cpu_moe,
 )
+from rigspark_gui.core.plan.cpu_loading import cpu_loading
 from rigspark_gui.core.plan.paths import GPU_ONLY, PathCandidate, PathName, PathPlan, Reason
-from rigspark_gui.core.plan.quant_search import search_path
+from rigspark_gui.core.plan.quant_search import above_floor, search_path
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import (
@@ -102,6 +103,7 @@ def plan_path(
         ladder=search.ladder,
         choice=search.choice,
         quality=spec.quality.get(shown.quant),
+        cpu_loading=cpu_loading(spec, rig, s, cand, shown) if fits else None,
     )
     return plan, shown.layout
 
@@ -125,6 +127,9 @@ def choose_recommended(paths: Sequence[C], spec: ModelSpec, min_tok_s: float = 0
     GPU-only path fits a better quantization (two GPUs at Q6_K beat one GPU at Q2_K, while
     RAM offload never wins on quality alone). When none reaches it: the fastest."""
     fitting = [p for p in paths if p.fits]
+    if min_tok_s > 0 and any(above_floor(spec, p.quant or "") for p in fitting):
+        # Auto's quality floor holds across paths as within one (quant_search)
+        fitting = [p for p in fitting if above_floor(spec, p.quant or "")]
     fast = [p for p in fitting if min_tok_s <= 0 or p.tok_s is None or p.tok_s >= min_tok_s]
     if not fast:
         return max(fitting, key=lambda p: p.tok_s or 0.0) if fitting else None
@@ -150,5 +155,5 @@ def recommended_placement(
         if path.n_cpu_moe:
             placement = with_cpu_moe(placement, spec.geometry, path.n_cpu_moe)
     quant = path.quant or spec.available_quants[-1]
-    repack = repack_for(spec, quant, rig.cpu.features)
+    repack = repack_for(spec, quant, rig.cpu.features, s)
     return placement, device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)

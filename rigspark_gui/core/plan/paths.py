@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rigspark_gui.core.errors import InvalidSettingsError
+from rigspark_gui.core.memory import CpuLoading
 from rigspark_gui.core.model import ModelSpec, QuantQuality
 from rigspark_gui.core.placement import TIGHT_SHARE
 from rigspark_gui.core.rig import Gpu, Rig, Vendor, rpc_cpu_device
@@ -78,6 +79,10 @@ class MemoryBreakdown:
     kv_bytes: int
     compute_bytes: int
     reserve_bytes: int
+    # the vision/audio projector on the path's devices (core/plan/projector.py)
+    projector_bytes: int = 0
+    # a draft model's weights, KV and compute on the path's devices (core/plan/draft.py)
+    draft_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +129,9 @@ class PathPlan:
     quality: QuantQuality | None = None
     # a serving engine's own start-up figures (vLLM, SGLang)
     serving: ServingPlan | None = None
+    # how the CPU loads the weights it holds when llama.cpp repacks some of them: the
+    # launch flag, and the memory with it and with the file mapped (None: nothing repacked)
+    cpu_loading: CpuLoading | None = None
 
     @property
     def tok_s(self) -> float | None:

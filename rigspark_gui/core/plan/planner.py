@@ -17,9 +17,12 @@ from rigspark_gui.core.launch import (
     rpc_launch,
     serving_launch,
 )
+from rigspark_gui.core.memory import ProjectorLoad, state_total_bytes
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, require_quant
 from rigspark_gui.core.placement import DeviceLoad, FitContext, Placement
+from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside, paths_beside
 from rigspark_gui.core.plan.defaults import Resolved, resolve_defaults
+from rigspark_gui.core.plan.draft import DraftLoad, plan_draft
 from rigspark_gui.core.plan.engine_run import fit_sentence, settle
 from rigspark_gui.core.plan.path_fit import max_context
 from rigspark_gui.core.plan.path_plans import choose_recommended, plan_path, recommended_placement
@@ -29,6 +32,14 @@ from rigspark_gui.core.plan.paths import (
     PathPlan,
     candidate_paths,
     model_paths,
+)
+from rigspark_gui.core.plan.projector import (
+    claimed_rig,
+    plan_projector,
+    projector_settings,
+    with_projector,
+    with_projector_fit,
+    with_projector_paths,
 )
 from rigspark_gui.core.plan.serving_paths import serving_loads, serving_paths
 from rigspark_gui.core.rig import Rig
@@ -104,6 +115,8 @@ class KvComparisonRow:
     fa_where: str = ""
     # False: a pair to avoid on this rig (its flash attention is not native there)
     advised: bool = True
+    # a hybrid model's recurrent state beside kv_bytes: f32, the same for every pair
+    state_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +144,10 @@ class Plan:
     # it compares with this plan in one sentence
     fit: FitOutcome | None = None
     fit_summary: str = ""
+    # the vision/audio projector loaded beside the model (None: none, or text only)
+    projector: ProjectorLoad | None = None
+    # a draft model loaded beside it for speculative decoding (-md)
+    draft: DraftLoad | None = None
 
 
 def _validate(spec: ModelSpec, s: PlanSettings) -> None:
@@ -161,6 +178,13 @@ def plan(
         served = _serving_plan(spec, rig, s, speed, kv_pairs != "none", ladders, kv_kld)
         return replace(served, resolved=resolved)
     _validate(spec, s)
+    # the projector's memory is set aside on its device before any layer is placed
+    projector, own_rig = plan_projector(spec, rig, s), rig
+    s, rig = projector_settings(s, projector), claimed_rig(rig, projector)
+    # and so is a draft model's (-md): weights, KV and compute on its own devices
+    draft = plan_draft(spec, own_rig, s)
+    draft_on = draft.on() if draft is not None else {}
+    rig = claim(rig, draft_on)
     # the quantization and path first, without ladders or the KV comparison (they do
     # not change the choice); the full plan once the context is settled
     first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
@@ -188,7 +212,23 @@ def plan(
         summary = fit_sentence(fit, spec.geometry.n_layer, s.context, gpu_slots, gpus, experts)
     if s.backend is Backend.OLLAMA and final.device_loads:
         summary = f"{summary}; `ollama ps` would show {ollama_processor(final)}".lstrip("; ")
-    return replace(final, resolved=resolved, fit=fit, fit_summary=summary)
+    loads = with_projector(final.device_loads, projector, own_rig)
+    paths = with_projector_paths(final.paths, projector)
+    fit = with_projector_fit(fit, projector)
+    notes = final.notes
+    if draft is not None:
+        notes += (f"speculative decoding with {draft.model_name}: {draft.speed_basis}",)
+    return replace(
+        final,
+        resolved=resolved,
+        fit=fit_beside(fit, {d: b for d, b in draft_on.items() if d != "cpu"}, margin=False),
+        fit_summary=summary,
+        device_loads=loads_beside(loads, draft_on, own_rig, "draft_bytes"),
+        paths=paths_beside(paths, draft_on, "draft_bytes"),
+        projector=projector,
+        draft=draft,
+        notes=notes,
+    )
 
 
 def ollama_processor(p: Plan) -> str:
@@ -375,6 +415,7 @@ def kv_comparison(
     cands = {c.name: c for c in candidate_paths(rig, cpu_only)}
     rows = []
     g = spec.geometry
+    state = state_total_bytes(g, s)  # f32 whatever the cache type
     for k, v in pairs:
         fa = s.flash_attn or (v.quantized and s.backend.ggml_based)
         try:
@@ -397,7 +438,8 @@ def kv_comparison(
                 kv_v=v,
                 flash_attn=fa,
                 bytes_per_token=ctx.tables.full_rows[-1] + ctx.tables.swa_rows[-1],
-                kv_bytes=ctx.kv_total,
+                kv_bytes=ctx.kv_total - state,
+                state_bytes=state,
                 limits=limits,
                 kv_kld=_kld(kv_kld, k, v),
                 speed_note=support.reason if support else "",

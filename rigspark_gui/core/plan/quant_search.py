@@ -1,7 +1,11 @@
 """A path's quantizations tried best quality first: which ones the path may use, cheap
 bounds that skip those too big to fit without synthesizing them, each fitting trial's
-decode time, and Auto's choice (the first that reaches the minimum speed, else the
-fastest) with the trade-off it made said in one sentence.
+decode time, and Auto's choice with the trade-off it made said in one sentence.
+
+Auto's rule (docs/architecture.md, "Auto"): the best quality that reaches the minimum
+speed; when none does, the fastest among those no worse than the quality floor
+("moderate loss" of KL divergence), speeds within the speed band of the fastest counting
+as a tie that the better quality wins; below the floor only when nothing above it fits.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from rigspark_gui.core.memory import WeightsLayout, weights_floor, weights_layout
-from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.model import ModelSpec, loss_words
 from rigspark_gui.core.placement import FitContext, device_capacity
 from rigspark_gui.core.plan.expert_offload import expert_trial, experts_win
 from rigspark_gui.core.plan.path_fit import Trial, try_quant
@@ -133,34 +137,90 @@ def _fmt(tok_s: float | None) -> str:
     return f"{tok_s:.1f} tok/s" if tok_s < 100 else f"{tok_s:.0f} tok/s"
 
 
-# Speeds within this share of the fastest are a tie (the band is wider): the better
-# quality among them counts as the fastest.
-SPEED_TIE = 0.05
+# Speeds within this share of the fastest are a tie that the better quality wins: a
+# CPU's RAM bandwidth measured on a busy machine moves by about this much around its mean
+# (22.7 to 34.4 GB/s on one 2-vCPU VM within half an hour, issue #29), and every CPU
+# estimate with it, so closer speeds are not told apart.
+SPEED_BAND = 0.25
+# When nothing reaches the minimum speed, Auto trades quality for speed no further than
+# this (the words of core/model/quality.py, best first).
+QUALITY_FLOOR = "moderate loss"
+_LOSS_ORDER = (
+    "no loss",
+    "no visible loss",
+    "very small loss",
+    "small loss",
+    "moderate loss",
+    "large loss",
+    "severe loss",
+)
+
+
+def above_floor(spec: ModelSpec, quant: str, floor: str = QUALITY_FLOOR) -> bool:
+    """Whether a quantization's measured quality is no worse than `floor` (an unmeasured
+    one cannot be held against it)."""
+    q = spec.quality.get(quant)
+    if q is None or q.kld is None:
+        return True
+    return _LOSS_ORDER.index(loss_words(q.kld)) <= _LOSS_ORDER.index(floor)
+
+
+def _words(spec: ModelSpec, quant: str) -> str:
+    q = spec.quality.get(quant)
+    return f"{quant} ({q.words})" if q is not None and q.kld is not None else quant
 
 
 def _fastest(fitting: list[Timed]) -> Timed:
-    """The fastest fitting trial; among near-ties, the best quality (listed first)."""
+    """The fastest fitting trial; speeds within SPEED_BAND of it are a tie that the best
+    quality (listed first) wins."""
     top = max(_tok_s(f[1]) or 0.0 for f in fitting)
-    return next(f for f in fitting if (_tok_s(f[1]) or 0.0) >= top * (1 - SPEED_TIE))
+    return next(f for f in fitting if (_tok_s(f[1]) or 0.0) >= top * (1 - SPEED_BAND))
 
 
-def _choice(fitting: list[Timed], chosen: Timed, min_tok_s: float) -> str:
+def trade_off(spec: ModelSpec, fitting: list[Timed]) -> Timed:
+    """Auto's pick when nothing reaches the minimum speed: the fastest above the quality
+    floor, near-ties to the better quality; the fastest of all when nothing above it fits."""
+    kept = [f for f in fitting if above_floor(spec, f[0].quant)]
+    return _fastest(kept or fitting)
+
+
+def _trade_off_words(spec: ModelSpec, fitting: list[Timed], chosen: Timed) -> str:
+    """Why the chosen one and not a faster one: the band, or the floor."""
+    speed = _tok_s(chosen[1]) or 0.0
+    faster = [f for f in fitting if (_tok_s(f[1]) or 0.0) > speed]
+    if not faster:
+        return ""
+    top = max(faster, key=lambda f: _tok_s(f[1]) or 0.0)
+    name = f"{_words(spec, top[0].quant)} at {_fmt(_tok_s(top[1]))}"
+    if not above_floor(spec, chosen[0].quant):
+        return f" (nothing no worse than {QUALITY_FLOOR} fits)"
+    if above_floor(spec, top[0].quant):
+        band = f"{SPEED_BAND * 100:.0f} %"
+        return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
+    return f" ({name} would lose more than {QUALITY_FLOOR} for it)"
+
+
+def _choice(spec: ModelSpec, fitting: list[Timed], chosen: Timed, min_tok_s: float) -> str:
     """The trade-off Auto made, in one sentence ("" when the best quality was fast)."""
     best_trial, best_t = fitting[0]
     speed = _fmt(_tok_s(chosen[1]))
-    if chosen[0] is not best_trial:
-        head = (
-            f"{best_trial.quant} fits at {_fmt(_tok_s(best_t))}, below the {min_tok_s:g} "
-            "tok/s minimum; "
+    if meets(chosen[1], min_tok_s):
+        if chosen[0] is best_trial:
+            return ""
+        floor = (
+            ""
+            if above_floor(spec, chosen[0].quant)
+            else (f" (nothing no worse than {QUALITY_FLOOR} fits)")
         )
-        if meets(chosen[1], min_tok_s):
-            return head + f"{chosen[0].quant} reaches {speed}"
-        return head + f"none reaches it, {chosen[0].quant} is the fastest at {speed}"
-    if not meets(chosen[1], min_tok_s):
         return (
-            f"no quantization reaches {min_tok_s:g} tok/s here; {chosen[0].quant} runs at {speed}"
+            f"{best_trial.quant} fits at {_fmt(_tok_s(best_t))}, below the {min_tok_s:g} "
+            f"tok/s minimum; {chosen[0].quant} reaches {speed}{floor}"
         )
-    return ""
+    why = _trade_off_words(spec, fitting, chosen)
+    return (
+        f"no quantization reaches {min_tok_s:g} tok/s here; {_words(spec, chosen[0].quant)} "
+        f"at {speed} is the best trade-off{why}"
+    )
 
 
 def search_path(
@@ -176,7 +236,8 @@ def search_path(
 ) -> PathSearch:
     """Try `quants` (default: every quantization the path may use) best quality first.
     Auto takes the first that fits and reaches `s.min_tok_s`; when none reaches it, the
-    fastest that fits. `full_ladder` keeps trying to list every quantization that fits.
+    best trade-off (`trade_off`). `full_ladder` keeps trying to list every quantization
+    that fits.
     `ctx` shares what the quantizations have in common across searches of one model."""
     quants = quants_to_try(spec, s, cand) if quants is None else quants
     if not quants:
@@ -188,8 +249,14 @@ def search_path(
     ctx = FitContext(spec.geometry, rig, s) if ctx is None else ctx
     bound = _memory_bound(rig, cand)
     gpu_only = cand.name in GPU_ONLY and cand.name is not PathName.UNIFIED
+    # the best quality below the quality floor that reaches the speed: Auto's pick only
+    # when nothing above the floor fits
+    fast_below: Timed | None = None
     for i, q in enumerate(quants):
         last_one = i == len(quants) - 1
+        kept = s.quant is not None or above_floor(spec, q)
+        if not kept and not full_ladder and any(above_floor(spec, f[0].quant) for f in fitting):
+            break  # the floor holds: a quantization above it fits
         if not last_one and weights_floor(spec, q, gpu_only) + ctx.kv_total > bound:
             continue  # too big even at its floor: no need to synthesize its layout
         layout = weights_layout(spec, q)
@@ -210,14 +277,20 @@ def search_path(
                 last = trial
         fitting.append((trial, t))
         if chosen is None and meets(t, s.min_tok_s):
-            chosen = (trial, t)
-            if not full_ladder:
-                break
+            if kept:
+                chosen = (trial, t)
+                if not full_ladder:
+                    break
+            elif fast_below is None:
+                fast_below = (trial, t)
+                if not full_ladder and not any(above_floor(spec, f[0].quant) for f in fitting):
+                    break  # worse ones are all below the floor too: this is the best of them
     if chosen is None and fitting:
-        chosen = _fastest(fitting)
+        above = any(above_floor(spec, f[0].quant) for f in fitting)
+        chosen = fast_below if fast_below is not None and not above else trade_off(spec, fitting)
     choice = ""
     if chosen is not None and s.quant is None and s.min_tok_s > 0:
-        choice = _choice(fitting, chosen, s.min_tok_s)
+        choice = _choice(spec, fitting, chosen, s.min_tok_s)
     shown = chosen[0] if chosen is not None else last
     assert shown is not None
     ladder = tuple(

@@ -11,6 +11,7 @@ from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.memory import param_count
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import FitContext
+from rigspark_gui.core.plan.beside_loads import plan_beside
 from rigspark_gui.core.plan.defaults import resolve_defaults
 from rigspark_gui.core.plan.engine_run import settle
 from rigspark_gui.core.plan.path_plans import choose_recommended
@@ -22,7 +23,13 @@ from rigspark_gui.core.plan.paths import (
     cpu_only_model,
     engine_paths,
 )
-from rigspark_gui.core.plan.quant_search import PathSearch, meets, quants_to_try, search_path
+from rigspark_gui.core.plan.quant_search import (
+    PathSearch,
+    above_floor,
+    meets,
+    quants_to_try,
+    search_path,
+)
 from rigspark_gui.core.plan.serving_paths import serving_paths
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import DEFAULT_MIN_TOK_S, PlanSettings
@@ -83,7 +90,8 @@ def _first_fit(
             if not p.fits or not meets(p.time, s.min_tok_s):
                 continue  # its figures for a worse or slow quant are never shown here
         tried.append(p)
-        if p.fits and meets(p.time, s.min_tok_s):
+        # a fast fit below Auto's quality floor may still lose to a slower one above it
+        if p.fits and meets(p.time, s.min_tok_s) and above_floor(spec, p.trial.quant):
             if cand.name not in GPU_ONLY:
                 break  # the first fast fit, and no GPU-only path reached the speed before it
             best_rank = order[p.trial.quant]
@@ -103,6 +111,8 @@ def rank_model(
     what `plan` recommends, without building every path's report. `cands`: the rig's
     candidate paths by cpu-only flag, when ranking many models."""
     s, _ = resolve_defaults(spec, rig, s)
+    if spec.projector is not None or spec.draft is not None:
+        s, rig = plan_beside(spec, rig, s)  # set aside before any layer, as plan() does
     row = _rank_resolved(spec, rig, s, speed, cands)
     if row.path is None or row.quant is None:
         return row

@@ -6,16 +6,22 @@ not every path's report), and kept when its recommendation is better: a quantiza
 of higher measured quality, or the same quality at least 25 % faster. Changes are tried
 smallest first — K/V precision, a shorter context, fewer parallel sequences, then
 hardware: a second GPU like the first, more RAM — and the first few that help are shown.
+
+When the model reaches the minimum speed at no quantization, `smaller_models` names the
+models that do: the same family first, then the others the catalog ranks best for the
+rig (biggest first), each at the quantization and speed its own plan gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rigspark_gui.core.memory import LOAD_FLAG_BACKENDS, NO_MMAP_FLAG, NO_REPACK_FLAG, param_count
 from rigspark_gui.core.model import KvCacheType, ModelSpec, QualityTable, QuantQuality
-from rigspark_gui.core.plan.ranking import rank_model
+from rigspark_gui.core.plan.quant_search import above_floor
+from rigspark_gui.core.plan.ranking import RankVerdict, rank_model
 from rigspark_gui.core.rig import GIB, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
@@ -35,6 +41,8 @@ class Suggestion:
     settings: dict[str, object] = field(default_factory=dict)
     # 'add_gpu' or 'add_ram:<bytes>'
     rig_change: str = ""
+    # another model to plan instead (a smaller one that reaches the minimum speed)
+    model_id: str = ""
     quant: str
     path: str
     tok_s: float | None
@@ -122,6 +130,24 @@ def suggest(
         )
 
     steps: list[Callable[[], None]] = []
+    if s.backend in LOAD_FLAG_BACKENDS and s.mmap is not False and s.repack:
+        # the weights the CPU repacks, held once instead of beside their mapped pages
+        steps.append(
+            lambda: attempt(
+                f"load without mmap ({NO_MMAP_FLAG})",
+                "the same speed; repacked weights held once, not beside the mapped file",
+                {"mmap": False},
+                rig,
+            )
+        )
+        steps.append(
+            lambda: attempt(
+                f"no repacked CPU copies ({NO_REPACK_FLAG})",
+                "slower CPU kernels; the file stays mapped",
+                {"repack": False},
+                rig,
+            )
+        )
     f16, q8 = KvCacheType.F16, KvCacheType.Q8_0
     if s.backend.ggml_based and (s.kv_k is f16 or s.kv_v is f16):
         cost = quality.kv_words("q8_0", "q8_0") + "; about half the KV cache memory"
@@ -180,3 +206,70 @@ def suggest(
         step()
         context_found = context_found or (len(out) > before and "context" in out[-1].settings)
     return tuple(out[:limit])
+
+
+# how many smaller models are planned at most, and how many are shown
+SMALLER_TRIES = 12
+SMALLER_SHOWN = 3
+# a cheap bound before planning a smaller model: decode time scales with the parameters
+# read per token, and a quantization above the floor decodes at most this much faster
+# than the one the model was planned at
+_QUANT_HEADROOM = 1.5
+
+
+def lineage(family: str) -> str:
+    """A family's line without its version: 'Llama 3.1' and 'Llama 3.2' are both llama."""
+    return family.split()[0].lower() if family.strip() else ""
+
+
+def smaller_models(
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    speed: SpeedModel,
+    catalog: Sequence[ModelSpec],
+    limit: int = SMALLER_SHOWN,
+) -> tuple[Suggestion, ...]:
+    """Smaller models that reach the minimum speed on this rig when `spec` does not, at a
+    quantization no worse than Auto's quality floor: same family first, then the rest,
+    biggest first (as the catalog ranks those that fit). Empty when `spec` reaches it."""
+    if s.quant is not None or s.min_tok_s <= 0:
+        return ()
+    base = rank_model(spec, rig, s, speed)
+    if base.verdict is RankVerdict.FITS:
+        return ()
+    count = param_count(spec)
+    size, line = count.total, lineage(spec.family)
+    pool = []
+    for m in catalog:
+        c = param_count(m)
+        if m.id == spec.id or c.total >= size:
+            continue
+        if base.tok_s and base.tok_s * count.active / c.active * _QUANT_HEADROOM < s.min_tok_s:
+            continue  # too slow however it is quantized
+        pool.append((lineage(m.family) != line or not line, -c.total, m.id, m))
+    pool.sort(key=lambda x: x[:3])
+    out: list[Suggestion] = []
+    for _, params, _, m in pool[:SMALLER_TRIES]:
+        try:
+            r = rank_model(m, rig, s, speed)
+        except ValueError:
+            continue
+        if r.verdict is not RankVerdict.FITS or r.quant is None or r.path is None:
+            continue
+        if not above_floor(m, r.quant):
+            continue
+        out.append(
+            Suggestion(
+                change=m.name,
+                cost=f"a smaller model: {-params / 1e9:.1f} B parameters, not {size / 1e9:.1f} B",
+                model_id=m.id,
+                quant=r.quant,
+                path=r.path.value,
+                tok_s=r.tok_s,
+                quality=m.quality.get(r.quant),
+            )
+        )
+        if len(out) >= limit:
+            break
+    return tuple(out)

@@ -1,0 +1,78 @@
+"""The flags for what loads beside the model, as llama.cpp spells them: a vision/audio
+projector (`--mmproj FILE|URL`, `--text-only` / `--no-mmproj`, `--no-mmproj-offload`, the
+image size its compute buffer is sized for) and a draft model for speculative decoding
+(`--model-draft` / `-md`, `-ngld`, `-ctkd`, `-ctvd`)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _pixels(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= n <= 65536:
+        raise argparse.ArgumentTypeError(f"must be 1 to 65536 pixels, got {n}")
+    return n
+
+
+def add_draft_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model-draft",
+        "-md",
+        metavar="NAME|FILE",
+        help="a draft model for speculative decoding loaded beside it, as llama.cpp's -md: "
+        "a catalog model or a GGUF file (default: none)",
+    )
+    p.add_argument(
+        "--draft-quant",
+        metavar="TYPE",
+        help="the catalog draft's quantization (default: Q8_0 where it has one)",
+    )
+    p.add_argument(
+        "--gpu-layers-draft",
+        "-ngld",
+        metavar="N",
+        help="the draft's layers on the GPUs, llama.cpp -ngld: a number, auto or all "
+        "(default: auto, every layer)",
+    )
+    p.add_argument(
+        "--cache-type-k-draft", "-ctkd", metavar="TYPE", help="draft K cache type (default: f16)"
+    )
+    p.add_argument(
+        "--cache-type-v-draft", "-ctvd", metavar="TYPE", help="draft V cache type (default: f16)"
+    )
+
+
+def add_projector_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mmproj",
+        metavar="FILE|URL",
+        help="a vision/audio projector (mmproj GGUF) loaded beside the model, as llama.cpp's "
+        "--mmproj: only its header is read (default: the catalog's, where it lists one)",
+    )
+    p.add_argument(
+        "--text-only",
+        "--no-mmproj",
+        dest="text_only",
+        action="store_true",
+        help="leave the projector out (llama.cpp --no-mmproj): no images, no projector memory "
+        "(default: off, a vision model loads its projector)",
+    )
+    p.add_argument(
+        "--no-mmproj-offload",
+        dest="mmproj_offload",
+        action="store_false",
+        default=True,
+        help="keep the projector on the CPU, llama.cpp --no-mmproj-offload (default: GPU 0)",
+    )
+    p.add_argument(
+        "--image-size",
+        metavar="PX",
+        type=_pixels,
+        default=None,
+        help="largest image side to size the projector's compute buffer for (default: the "
+        "warm-up image llama.cpp reserves; fixed-size projectors resize every image)",
+    )

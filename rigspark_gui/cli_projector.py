@@ -1,0 +1,156 @@
+"""The projector a command plans beside its model: `--mmproj FILE|URL` (read like a
+model header), else the catalog's for a catalog model; none with `--text-only`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rigspark_gui.cli_base import print_note
+
+if TYPE_CHECKING:
+    from rigspark_gui.core.fit import FitOutcome
+    from rigspark_gui.core.model import ModelSpec
+    from rigspark_gui.core.rig import Rig
+    from rigspark_gui.core.settings import PlanSettings
+
+
+def attach_projector(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
+    from rigspark_gui.catalog.projectors import catalog_projector, with_projector
+
+    if getattr(args, "text_only", False):
+        return spec
+    given = getattr(args, "mmproj", None)
+    if given:
+        from rigspark_gui.catalog.mmproj import load_projector
+        from rigspark_gui.user_dirs import cache_dir
+
+        return with_projector(spec, load_projector(given, cache_dir()))
+    entry = catalog_projector(spec)
+    if entry is None:
+        return spec
+    if entry.projector is None:
+        print_note(
+            f"{spec.id} loads a vision projector whose size is not listed here: give its "
+            "file with --mmproj FILE|URL, or plan it --text-only; planned without it"
+        )
+        return spec
+    return with_projector(spec, entry.projector)
+
+
+# llama.cpp's projector flags in a pasted command line (common/arg.cpp, b11434)
+_MMPROJ_FILE = ("-mm", "--mmproj", "-mmu", "--mmproj-url")
+_MMPROJ_SWITCHES = {
+    "--no-mmproj": ("text_only", True),
+    "--no-mmproj-auto": ("text_only", True),
+    "--mmproj-auto": ("text_only", False),
+    "--no-mmproj-offload": ("mmproj_offload", False),
+    "--mmproj-offload": ("mmproj_offload", True),
+}
+
+
+def split_projector_flags(argv: list[str]) -> tuple[list[str], dict[str, object]]:
+    """A pasted llama.cpp command line without its projector flags, and what they set:
+    `mmproj` (a file or URL), `text_only` (`--no-mmproj`), `mmproj_offload`
+    (`--no-mmproj-offload`), `image_max_tokens` (kept for the note only)."""
+    out: list[str] = []
+    found: dict[str, object] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        flag, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
+        if flag in _MMPROJ_FILE:
+            if eq:
+                found["mmproj"] = inline
+            elif i + 1 < len(argv):
+                found["mmproj"] = argv[i + 1]
+                i += 1
+        elif flag in _MMPROJ_SWITCHES:
+            name, value = _MMPROJ_SWITCHES[flag]
+            found[name] = value
+        else:
+            out.append(a)
+        i += 1
+    return out, found
+
+
+def fit_with_projector(
+    argv: list[str],
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    run_fit: Callable[[ModelSpec, Rig, PlanSettings], FitOutcome],
+) -> FitOutcome:
+    """Fit for a pasted command line whose projector flags were split off
+    (`split_projector_flags`): llama-server measures the projector first and adds it
+    to the margin of its device; `--no-mmproj` leaves it out."""
+    _, found = split_projector_flags(argv)
+    given = found.get("mmproj")
+    if not isinstance(given, str) or found.get("text_only"):
+        return run_fit(spec, rig, s)
+    # only with a projector: the planner's import is a third of the fit verb's start-up
+    from dataclasses import replace
+
+    from rigspark_gui.catalog.mmproj import load_projector
+    from rigspark_gui.catalog.projectors import with_projector
+    from rigspark_gui.core.plan import claimed_rig, plan_projector, with_projector_fit
+    from rigspark_gui.user_dirs import cache_dir
+
+    spec = with_projector(spec, load_projector(given, cache_dir()))
+    s = replace(s, mmproj_offload=bool(found.get("mmproj_offload", True)))
+    load = plan_projector(spec, rig, s)
+    return with_projector_fit(run_fit(spec, claimed_rig(rig, load), s), load)
+
+
+def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
+    """`--model-draft NAME|FILE` (llama.cpp's -md) with -ngld and -ctkd/-ctvd."""
+    from dataclasses import replace
+
+    from rigspark_gui.cli_base import UsageError
+    from rigspark_gui.core.model import DraftModel, kv_cache_type
+
+    name = getattr(args, "model_draft", None)
+    if not name:
+        return spec
+    draft, quant = _draft_spec(name)
+    quant = getattr(args, "draft_quant", None) or quant
+    if quant is None:
+        quant = "Q8_0" if "Q8_0" in draft.available_quants else draft.available_quants[0]
+    ngl_text = (getattr(args, "gpu_layers_draft", None) or "auto").lower()
+    if ngl_text in ("auto", "all", "-1", "-2"):
+        ngl = None
+    elif ngl_text.isdigit():
+        ngl = int(ngl_text)
+    else:
+        raise UsageError(f"-ngld: expected a number, auto or all, not {ngl_text!r}")
+    kv = {}
+    for flag, key in (("cache_type_k_draft", "kv_k"), ("cache_type_v_draft", "kv_v")):
+        value = getattr(args, flag, None)
+        if value:
+            try:
+                kv[key] = kv_cache_type(value)
+            except (KeyError, ValueError):
+                raise UsageError(
+                    f"{flag.replace('_', '-')}: unknown cache type {value!r}"
+                ) from None
+    return replace(spec, draft=DraftModel(spec=draft, quant=quant, n_gpu_layers=ngl, **kv))
+
+
+def _draft_spec(name: str) -> tuple[ModelSpec, str | None]:
+    """A draft named like a model: a GGUF file (its own quantization) or a catalog model."""
+    from pathlib import Path
+
+    path = Path(name).expanduser()
+    if name.lower().endswith(".gguf") or path.is_file():
+        from rigspark_gui.catalog.gguf_import import import_gguf
+        from rigspark_gui.core.errors import ModelImportError
+
+        if not path.is_file():
+            raise ModelImportError(f"no such draft model file: {name}")
+        draft = import_gguf(path)
+        return draft, draft.file_quant
+    from rigspark_gui.catalog.models import resolve_model
+
+    found = resolve_model(name)
+    return found.spec, found.quant if found.quant in found.spec.available_quants else None

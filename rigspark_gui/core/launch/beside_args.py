@@ -1,0 +1,37 @@
+"""llama-server's flags for what loads beside the model (common/arg.cpp, b11434): the
+vision/audio projector (`--mmproj`, `--no-mmproj`, `--no-mmproj-offload`) and a draft
+model for speculative decoding (`-md` or `-hfd`, `-ngld`, `-ctkd`, `-ctvd`)."""
+
+from __future__ import annotations
+
+from rigspark_gui.core.launch.engine import default_model_file, hf_gguf
+from rigspark_gui.core.model import KvCacheType, ModelSpec
+from rigspark_gui.core.settings import Backend, PlanSettings
+
+
+def beside_args(spec: ModelSpec, s: PlanSettings, *, hf: bool) -> list[str]:
+    """The flags; `hf`: the model is given with -hf, which downloads its projector by
+    itself (docs/multimodal.md), so only --no-mmproj is said."""
+    out: list[str] = []
+    p = spec.projector
+    if p is not None:
+        if s.text_only:
+            out.append("--no-mmproj")
+        else:
+            if not hf:
+                out += ["--mmproj", p.file_name or "mmproj.gguf"]
+            if not s.mmproj_offload:
+                out.append("--no-mmproj-offload")
+    d = spec.draft
+    if d is not None and s.backend is not Backend.OLLAMA:
+        repo = hf_gguf(d.spec, d.quant)
+        out += (
+            ["-hfd", repo.ref] if repo is not None else ["-md", default_model_file(d.spec, d.quant)]
+        )
+        if d.n_gpu_layers is not None:
+            out += ["-ngld", str(d.n_gpu_layers)]
+        if d.kv_k is not KvCacheType.F16:
+            out += ["-ctkd", d.kv_k.value]
+        if d.kv_v is not KvCacheType.F16:
+            out += ["-ctvd", d.kv_v.value]
+    return out

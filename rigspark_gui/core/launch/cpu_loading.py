@@ -1,0 +1,46 @@
+"""The loading flag of a llama.cpp launch: `--load-mode none` where the CPU holds weights
+its backend repacks and the plan reads them in rather than mapping them (the mapped pages
+would stay resident beside the repacked copy), `--no-repack` where the plan asks for it.
+The memory figures behind it are in core/memory/repack.py."""
+
+from __future__ import annotations
+
+from rigspark_gui.core.memory import NO_MMAP_FLAG, NO_REPACK_FLAG, reads_in, repack_for
+from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import PlanSettings
+
+
+def cpu_repacks(placement: Placement, spec: ModelSpec, quant: str, rig: Rig) -> bool:
+    """Whether the CPU holds any weight its backend repacks under this placement."""
+    r = repack_for(spec, quant, rig.cpu.features)
+    if r is None:
+        return False
+    for u in placement.units:
+        if u.unit == INPUT:
+            continue
+        if u.unit == OUTPUT:
+            if u.device == CPU and r.output_bytes:
+                return True
+            continue
+        whole = u.experts_device is None or u.experts_device == u.device
+        dense = r.block_bytes[u.index] - (0 if whole else r.block_expert_bytes[u.index])
+        if u.device == CPU and dense:
+            return True
+        if u.experts_device == CPU and r.block_expert_bytes[u.index]:
+            return True
+    return False
+
+
+def loading_args(
+    placement: Placement, spec: ModelSpec, quant: str, s: PlanSettings, rig: Rig
+) -> list[str]:
+    """llama-server's loading flags for this plan (none: its defaults)."""
+    if not s.repack:
+        return [NO_REPACK_FLAG]
+    if s.mmap is False or (
+        s.mmap is None and reads_in(s, cpu_repacks(placement, spec, quant, rig))
+    ):
+        return NO_MMAP_FLAG.split()
+    return []

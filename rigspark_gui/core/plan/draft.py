@@ -1,0 +1,145 @@
+"""A draft model in a plan (speculative decoding, llama.cpp's `-md`): its weights, KV
+cache and compute buffers on the devices it loads on, set aside before the target's
+layers are placed, and the speed basis of speculative decoding.
+
+llama-server (b11434) builds the draft's context from the target's
+(common/speculative.cpp `common_base_params_to_speculative`): the same context, slots,
+batch and flash attention; its own `-ngld` (default auto: every layer offloaded, llama.cpp's
+own -ngl rule over the same GPUs), `-devd` and `-ctkd/-ctvd` (default f16). Fit counts
+it with the target (`common_fit_extra_model`, #23485). It refuses a draft whose
+vocabulary differs from the target's (`common_speculative_are_compatible`: vocabulary
+sizes more than 128 apart, or other token texts, BOS or EOS).
+
+Speed: a draft only speeds decoding by the tokens it gets accepted per target step,
+which depends on the pair and the text. Without a cited figure for the pair the plan
+keeps the plain decode speed and says the gain is unknown; it never assumes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rigspark_gui.core.errors import InvalidModelError
+from rigspark_gui.core.memory import WeightsLayout, output_buffer_bytes, weights_layout
+from rigspark_gui.core.model import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel, Geometry, ModelSpec
+from rigspark_gui.core.placement import DeviceLoad, Placement, auto_place, device_loads
+from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.settings import Backend, PlanSettings
+
+CPU = "cpu"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftLoad:
+    """What a draft model takes on each device, and what is known of its speed."""
+
+    model_id: str
+    model_name: str
+    quant: str
+    # -ngld as llama.cpp runs it (every layer and the head: n_layer + 1)
+    n_gpu_layers: int
+    kv_k: str
+    kv_v: str
+    context: int
+    # (device, bytes): weights + KV + compute buffers of the draft there
+    bytes_on: tuple[tuple[str, int], ...]
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    # accepted draft tokens per target step, cited (None: unknown, the plan's speed is
+    # plain decoding)
+    accepted_per_step: float | None
+    speed_basis: str
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(b for _, b in self.bytes_on)
+
+    def on(self) -> dict[str, int]:
+        return dict(self.bytes_on)
+
+
+def check_draft(spec: ModelSpec, draft: DraftModel) -> None:
+    """llama.cpp's refusal of an incompatible pair, as one line (InvalidModelError)."""
+    a, b = spec.geometry.n_vocab, draft.spec.geometry.n_vocab
+    if abs(a - b) > VOCAB_MAX_SIZE_DIFFERENCE:
+        raise InvalidModelError(
+            f"the draft {draft.spec.name} has a vocabulary of {b:,} tokens and "
+            f"{spec.name} one of {a:,}: llama.cpp refuses a draft whose vocabulary differs "
+            f"by more than {VOCAB_MAX_SIZE_DIFFERENCE} tokens (common/speculative.cpp)"
+        )
+    if draft.quant not in draft.spec.available_quants:
+        raise InvalidModelError(
+            f"the draft {draft.spec.name} has no {draft.quant} here "
+            f"({', '.join(draft.spec.available_quants[:8])} ...)"
+        )
+
+
+def draft_loads(
+    placement: Placement, g: Geometry, layout: WeightsLayout, rig: Rig, sd: PlanSettings
+) -> tuple[DeviceLoad, ...]:
+    """The draft context's loads. Its logits are reserved for `n_outputs_max` =
+    n_parallel rows, not a whole ubatch (common_base_params_to_speculative), so its
+    compute buffers are tallied with the vocabulary scaled to that many rows of the
+    graph's tokens; the host's output buffer keeps the real vocabulary."""
+    loads = device_loads(placement, g, layout, rig, sd)
+    tokens = min(sd.context, sd.n_ubatch)
+    rows = min(sd.parallel, tokens)
+    if rows >= tokens:
+        return loads
+    scaled = replace(g, n_vocab=max(-(-g.n_vocab * rows // tokens), 1))
+    fewer = device_loads(placement, scaled, layout, rig, sd)
+    lost = output_buffer_bytes(g, sd) - output_buffer_bytes(scaled, sd)
+    out = []
+    for x, y in zip(loads, fewer, strict=True):
+        compute = y.compute_bytes + (lost if x.device == CPU else 0)
+        out.append(
+            replace(x, compute_bytes=compute, total_bytes=x.total_bytes - x.compute_bytes + compute)
+        )
+    return tuple(out)
+
+
+def plan_draft(spec: ModelSpec, rig: Rig, s: PlanSettings) -> DraftLoad | None:
+    """The draft model's memory per device under the plan's settings (None: no draft,
+    or an engine that does not take `-md`)."""
+    draft = spec.draft
+    if draft is None or not s.backend.ggml_based or s.backend is Backend.OLLAMA:
+        return None  # Ollama starts llama-server without -md
+    check_draft(spec, draft)
+    g = draft.spec.geometry
+    sd = replace(s, kv_k=draft.kv_k, kv_v=draft.kv_v, quant=draft.quant)
+    ngl = g.n_layer + 1 if draft.n_gpu_layers is None else min(draft.n_gpu_layers, g.n_layer + 1)
+    local = list(rig.local_gpus)
+    placement = auto_place(g, rig, sd, ngl=ngl if local else 0, gpu_ids=local)
+    layout = weights_layout(draft.spec, draft.quant)
+    loads = draft_loads(placement, g, layout, rig, sd)
+    bytes_on = tuple(
+        (x.device, x.required_bytes)
+        for x in loads
+        if x.required_bytes and (x.units or x.device == CPU)
+    )
+    if draft.accepted_per_step is not None:
+        basis = (
+            f"{draft.accepted_per_step:g} draft tokens accepted per target step "
+            f"({draft.acceptance_source})"
+        )
+    else:
+        basis = (
+            "unknown: no published acceptance rate for this pair here; the speed shown is "
+            "plain decoding (the gain depends on the pair and the text)"
+        )
+    return DraftLoad(
+        model_id=draft.spec.id,
+        model_name=draft.spec.name,
+        quant=draft.quant,
+        n_gpu_layers=ngl if local else 0,
+        kv_k=draft.kv_k.value,
+        kv_v=draft.kv_v.value,
+        context=s.context,
+        bytes_on=bytes_on,
+        weights_bytes=sum(x.weights_bytes for x in loads),
+        kv_bytes=sum(x.kv_bytes + x.state_bytes for x in loads),
+        compute_bytes=sum(x.compute_bytes for x in loads),
+        accepted_per_step=draft.accepted_per_step,
+        speed_basis=basis,
+    )

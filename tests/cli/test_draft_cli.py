@@ -1,0 +1,82 @@
+"""`--model-draft` (llama.cpp's -md) on the CLI: Qwen2.5 0.5B drafting for Qwen2.5 32B
+shows the draft's memory per device and the speed with its basis; a draft of another
+vocabulary is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rigspark_gui.cli import main
+
+RIG = {
+    "schema_version": 1,
+    "name": "one 24 GB card",
+    "gpus": [
+        {
+            "name": "NVIDIA GeForce RTX 4090",
+            "memory_total_bytes": 25757220864,
+            "memory_free_bytes": 25283264512,
+        }
+    ],
+    "ram_total_bytes": 68719476736,
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Path:
+    path = tmp_path / "rig.json"
+    path.write_text(json.dumps(RIG))
+    return path
+
+
+BASE = ("plan", "--model", "qwen2.5-32b-instruct", "--context", "8192", "--kv-compare", "none")
+
+
+def test_qwen_05b_drafting_for_32b_shows_its_memory_and_speed_basis(
+    capsys: pytest.CaptureFixture[str], rig: Path
+) -> None:
+    argv = (*BASE, "--rig", str(rig), "--model-draft", "qwen2.5-0.5b-instruct")
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert (
+        "draft"
+        in out.splitlines()[next(i for i, x in enumerate(out.splitlines()) if "Per device" in x)]
+    )
+    assert "Draft Qwen2.5 0.5B Instruct Q8_0" in out and "speed gain: unknown" in out
+    code, out, err = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    on = dict(map(tuple, data["draft"]["bytes_on"]))
+    assert {d["device"]: d["draft_bytes"] for d in data["device_loads"]} == on
+    assert data["draft"]["accepted_per_step"] is None
+    # fit counts the draft with the target: in the projection, not the margin
+    assert data["fit"]["devices"][0]["margin_bytes"] == 1024 << 20
+
+
+def test_draft_flags_as_llama_cpp_spells_them(
+    capsys: pytest.CaptureFixture[str], rig: Path
+) -> None:
+    argv = (*BASE, "--rig", str(rig), "-md", "qwen2.5-0.5b-instruct", "--json")
+    code, out, err = run(capsys, *argv, "-ngld", "5", "-ctkd", "q8_0", "-ctvd", "q8_0")
+    assert code == 0, err
+    d = json.loads(out)["draft"]
+    assert d["n_gpu_layers"] == 5 and d["kv_k"] == "q8_0" and d["kv_v"] == "q8_0"
+    code, _, err = run(capsys, *argv, "-ngld", "lots")
+    assert code == 2 and "-ngld" in err
+
+
+def test_a_draft_of_another_vocabulary_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], rig: Path
+) -> None:
+    argv = (*BASE, "--rig", str(rig), "--model-draft", "llama-3.2-1b-instruct")
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "vocabulary" in err

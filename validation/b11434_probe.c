@@ -1,0 +1,93 @@
+/* Loads a GGUF with llama.cpp b11434 (linked from its static libraries in
+ * ~/.cache/rigspark/llama-src/build) and logs the exact byte size of every ggml buffer it
+ * allocates or maps: llama.cpp prints them in MiB with two decimals only. The build's
+ * binaries are static, so LD_PRELOAD cannot reach ggml; the linker's --wrap does.
+ *
+ *   b11434_probe measure MODEL N_CTX N_SEQ TYPE_K TYPE_V FLASH_ATTN [N_RS_SEQ [UNIFIED]]
+ *   b11434_probe quantize SRC DST FTYPE
+ *
+ * Each buffer appears as "RSBUF alloc <buffer type> <bytes>" (or "RSBUF mapped host
+ * <bytes>") right before llama.cpp's own "<name> ... buffer size" line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llama.h"
+#include "ggml-backend.h"
+
+ggml_backend_buffer_t __real_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
+ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    ggml_backend_buffer_t b = __real_ggml_backend_buft_alloc_buffer(buft, size);
+    fprintf(stderr, "RSBUF alloc %s %zu\n", ggml_backend_buft_name(buft), size);
+    fflush(stderr);
+    return b;
+}
+
+/* ggml_backend_alloc_ctx_tensors_from_buft (KV, RS, weights without mmap) comes here;
+ * its own calls to ggml_backend_buft_alloc_buffer stay inside ggml-backend.cpp */
+ggml_backend_buffer_t __real_ggml_backend_buft_alloc_buffer_n(ggml_backend_buffer_type_t buft, struct ggml_tensor ** tensors, int n_tensors);
+ggml_backend_buffer_t __wrap_ggml_backend_buft_alloc_buffer_n(ggml_backend_buffer_type_t buft, struct ggml_tensor ** tensors, int n_tensors) {
+    ggml_backend_buffer_t b = __real_ggml_backend_buft_alloc_buffer_n(buft, tensors, n_tensors);
+    fprintf(stderr, "RSBUF alloc %s %zu\n", ggml_backend_buft_name(buft), b ? ggml_backend_buffer_get_size(b) : (size_t) 0);
+    fflush(stderr);
+    return b;
+}
+
+ggml_backend_buffer_t __real_ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t dev, void * ptr, size_t size, size_t max_tensor_size);
+ggml_backend_buffer_t __wrap_ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t dev, void * ptr, size_t size, size_t max_tensor_size) {
+    fprintf(stderr, "RSBUF mapped host %zu\n", size);
+    fflush(stderr);
+    return __real_ggml_backend_dev_buffer_from_host_ptr(dev, ptr, size, max_tensor_size);
+}
+
+static enum ggml_type kv_type(const char * s) {
+    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
+    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
+    if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
+    if (!strcmp(s, "f32")) return GGML_TYPE_F32;
+    fprintf(stderr, "unknown cache type %s\n", s);
+    exit(2);
+}
+
+static int measure(int argc, char ** argv) {
+    if (argc < 8) return 2;
+    llama_backend_init();
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    struct llama_model * model = llama_model_load_from_file(argv[2], mp);
+    if (!model) { fprintf(stderr, "model load failed\n"); return 1; }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t) atoi(argv[3]);
+    cp.n_batch = 512;
+    cp.n_ubatch = 512;
+    cp.n_seq_max = (uint32_t) atoi(argv[4]);
+    cp.type_k = kv_type(argv[5]);
+    cp.type_v = kv_type(argv[6]);
+    cp.flash_attn_type = atoi(argv[7]) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.n_rs_seq = argc > 8 ? (uint32_t) atoi(argv[8]) : 0;
+    cp.kv_unified = argc > 9 && atoi(argv[9]) != 0;
+    cp.n_threads = 2;
+    cp.n_threads_batch = 2;
+    struct llama_context * ctx = llama_init_from_model(model, cp);
+    if (!ctx) { fprintf(stderr, "context creation failed\n"); return 1; }
+    fprintf(stderr, "RSDONE\n");
+    llama_free(ctx);
+    llama_model_free(model);
+    return 0;
+}
+
+static int quantize(int argc, char ** argv) {
+    if (argc < 5) return 2;
+    llama_backend_init();
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = (enum llama_ftype) atoi(argv[4]);
+    qp.nthread = 2;
+    return (int) llama_model_quantize(argv[2], argv[3], &qp);
+}
+
+int main(int argc, char ** argv) {
+    if (argc > 1 && !strcmp(argv[1], "measure")) return measure(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize(argc, argv);
+    fprintf(stderr, "usage: b11434_probe measure|quantize ...\n");
+    return 2;
+}
