@@ -51,9 +51,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _smaller_models(spec: Any, rig: Any, s: Any, perf: Any) -> tuple[Any, ...]:
     """Smaller catalog models that reach the minimum speed where this one does not."""
     from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.catalog.projectors import with_catalog_projectors
     from rigspark_gui.core.plan import smaller_models
 
-    return smaller_models(spec, rig, s, perf, load_catalog().specs())
+    specs = list(load_catalog().specs())
+    # vision models load their projector, as their own plan would count it
+    return smaller_models(
+        spec, rig, s, perf, specs if s.text_only else with_catalog_projectors(specs)
+    )
 
 
 def cmd_place(args: argparse.Namespace) -> int:

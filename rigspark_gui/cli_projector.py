@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rigspark_gui.cli_base import print_note
+from rigspark_gui.core.launch import split_projector_flags
 
 if TYPE_CHECKING:
     from rigspark_gui.core.fit import FitOutcome
@@ -39,42 +40,6 @@ def attach_projector(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
     return with_projector(spec, entry.projector)
 
 
-# llama.cpp's projector flags in a pasted command line (common/arg.cpp, b11434)
-_MMPROJ_FILE = ("-mm", "--mmproj", "-mmu", "--mmproj-url")
-_MMPROJ_SWITCHES = {
-    "--no-mmproj": ("text_only", True),
-    "--no-mmproj-auto": ("text_only", True),
-    "--mmproj-auto": ("text_only", False),
-    "--no-mmproj-offload": ("mmproj_offload", False),
-    "--mmproj-offload": ("mmproj_offload", True),
-}
-
-
-def split_projector_flags(argv: list[str]) -> tuple[list[str], dict[str, object]]:
-    """A pasted llama.cpp command line without its projector flags, and what they set:
-    `mmproj` (a file or URL), `text_only` (`--no-mmproj`), `mmproj_offload`
-    (`--no-mmproj-offload`), `image_max_tokens` (kept for the note only)."""
-    out: list[str] = []
-    found: dict[str, object] = {}
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        flag, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
-        if flag in _MMPROJ_FILE:
-            if eq:
-                found["mmproj"] = inline
-            elif i + 1 < len(argv):
-                found["mmproj"] = argv[i + 1]
-                i += 1
-        elif flag in _MMPROJ_SWITCHES:
-            name, value = _MMPROJ_SWITCHES[flag]
-            found[name] = value
-        else:
-            out.append(a)
-        i += 1
-    return out, found
-
-
 def fit_with_projector(
     argv: list[str],
     spec: ModelSpec,
@@ -100,7 +65,9 @@ def fit_with_projector(
     spec = with_projector(spec, load_projector(given, cache_dir()))
     s = replace(s, mmproj_offload=bool(found.get("mmproj_offload", True)))
     load = plan_projector(spec, rig, s)
-    return with_projector_fit(run_fit(spec, claimed_rig(rig, load), s), load)
+    fit = with_projector_fit(run_fit(spec, claimed_rig(rig, load), s), load)
+    assert fit is not None  # given an outcome, it returns one
+    return fit
 
 
 def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
@@ -124,7 +91,7 @@ def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
         ngl = int(ngl_text)
     else:
         raise UsageError(f"-ngld: expected a number, auto or all, not {ngl_text!r}")
-    kv = {}
+    kv: dict[str, Any] = {}
     for flag, key in (("cache_type_k_draft", "kv_k"), ("cache_type_v_draft", "kv_v")):
         value = getattr(args, flag, None)
         if value:

@@ -79,14 +79,17 @@ def more_config(
         data = data | {"head_dim": nope + _int(data, "qk_rope_head_dim", fname)}
     if arch == "mistral4" and not _int(data, "first_k_dense_replace", fname, 0):
         extra = {"n_ff": 0}  # no dense layer: intermediate_size sizes nothing (as from a GGUF)
-    if arch == "deepseek32":
+    if arch == "deepseek32" or model_type == "glm4_moe_lite":
+        # both converters keep the MTP block(s) as more layers: -ngl slots with no KV,
+        # loaded only when drafting with them
         n_layer = _int(data, "num_hidden_layers", fname)
         nextn = _int(data, "num_nextn_predict_layers", fname, 0)
         n_head = _int(data, "num_attention_heads", fname)
-        extra = {
-            "indexer_n_head": _int(data, "index_n_heads", fname),
-            "indexer_head_size": _int(data, "index_head_dim", fname),
-        }
+        if arch == "deepseek32":
+            extra = {
+                "indexer_n_head": _int(data, "index_n_heads", fname),
+                "indexer_head_size": _int(data, "index_head_dim", fname),
+            }
         if nextn:
             extra |= {
                 "n_layer": n_layer + nextn,

@@ -150,6 +150,8 @@ def run_update(
             read.entries.append(_entry(source, timeout_s))
         except RigSparkError as err:
             read.errors.append(" ".join(str(err).split()))
+        except OSError as err:  # the user cache it reads through: full, read-only...
+            read.errors.append(f"{source.repo}: {err.strerror or err}")
     if progress is not None and not stopped:
         progress(len(sources), len(sources), "")
     kept = _previous(path)
@@ -159,7 +161,10 @@ def run_update(
     good = {e.id for e in checked.entries}
     read.errors += list(checked.errors)
     if read.entries:
-        _write(path, [e for e in kept.values() if e["id"] in good])
+        try:
+            _write(path, [e for e in kept.values() if e["id"] in good])
+        except OSError as err:
+            raise CatalogError(f"cannot write {path}: {err.strerror or err}") from err
     added = tuple(e["id"] for e in read.entries if e["id"] in good)
     return UpdateResult(added, tuple(read.errors), path if added else None, stopped)
 

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from PySide6.QtCore import QPoint, Qt, Slot
+from PySide6.QtCore import QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -34,6 +34,7 @@ from rigspark_gui.core.launch import (
     LaunchCommand,
     apply_llama_args,
     parse_llama_args,
+    split_projector_flags,
 )
 from rigspark_gui.core.memory import (
     RepackBytes,
@@ -70,6 +71,8 @@ from rigspark_gui.ui.placement_document import PlacementDocument
 
 
 class LayersTab(QWidget):
+    projector_flags = Signal(object)  # a pasted command's projector flags (a dict)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._document = PlacementDocument(self)
@@ -377,7 +380,7 @@ class LayersTab(QWidget):
         if self._spec is None or self._rig is None or self._settings is None:
             return False
         try:
-            argv = shlex.split(text.replace("\\\n", " "))
+            argv, beside = split_projector_flags(shlex.split(text.replace("\\\n", " ")))
             ngl, split, overrides = parse_llama_args(argv)
             placement = apply_llama_args(
                 self._spec.geometry, self._rig, self._settings, ngl, split, overrides
@@ -387,6 +390,7 @@ class LayersTab(QWidget):
             return False
         self._replace(placement, "Paste a llama.cpp command")
         self.message.setText("The placement of the pasted command line.")
+        self.projector_flags.emit(beside)  # --no-mmproj, --mmproj FILE: the plan's own
         return True
 
     @Slot()

@@ -182,6 +182,7 @@ class MainWindow(QMainWindow):
         self.session.settings_changed.connect(self._follow_backend)
         self.controls.message.connect(lambda m: self.statusBar().showMessage(m, 8000))
         self.kv_tab.pair_chosen.connect(self._on_kv_pair_chosen)
+        self.layers_tab.projector_flags.connect(self._on_pasted_projector)
         self.catalog_tab.model_opened.connect(self._on_catalog_open)
         self.rig_panel.rig_changed.connect(self.session.set_rig)
         self.rig_panel.redetect_requested.connect(self.start_detection)
@@ -423,6 +424,15 @@ class MainWindow(QMainWindow):
         self.layers_tab.set_context(
             spec, rig, plan.settings, self.session.perf, quant, start=plan.placement
         )
+
+    def _on_pasted_projector(self, found: dict[str, object]) -> None:
+        """A pasted command's --no-mmproj / --mmproj FILE applied to the plan."""
+        from rigspark_gui.ui.pasted_projector import apply_pasted_projector
+
+        said = apply_pasted_projector(self.session, found)
+        if said:
+            self.layers_tab.message.setText(said)
+            self.statusBar().showMessage(said, 8000)
 
     def _on_kv_pair_chosen(self, k: KvCacheType, v: KvCacheType) -> None:
         self.controls.kv_link.setChecked(k == v)

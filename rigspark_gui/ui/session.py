@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from rigspark_gui.core.errors import RigSparkError
-from rigspark_gui.core.model import DraftModel, ModelSpec
+from rigspark_gui.core.model import DraftModel, ModelSpec, Projector
 from rigspark_gui.core.plan import Plan, plan
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
@@ -95,6 +95,17 @@ class PlannerSession(QObject):
             quant = "Q8_0" if "Q8_0" in other.available_quants else other.available_quants[0]
             draft = DraftModel(spec=other, quant=quant)
         self.spec = replace(base, draft=draft)
+        self.replan()
+
+    def set_projector(self, projector: Projector) -> None:
+        """The current model loading `projector` beside it (a pasted `--mmproj FILE`),
+        kept for this model while the window is open."""
+        if self.spec is None:
+            return
+        base = self._specs.get(self.spec.id, self.spec)
+        self._specs[self.spec.id] = replace(base, projector=projector)
+        self.spec = replace(self.spec, projector=projector)
+        self.model_changed.emit(self.spec)  # the Text only box now applies
         self.replan()
 
     # ------------------------------------------------------------ inputs

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,19 @@ def test_models_update_on_the_command_line(hub: str, capsys, monkeypatch) -> Non
     code = main(["models", "--json"])
     listed = [m["id"] for m in json.loads(capsys.readouterr().out)["models"]]
     assert "tiny-updated-4b" in listed
+
+
+def test_an_unwritable_cache_is_one_line_and_exit_2(
+    hub: str, capsys, monkeypatch, tmp_path: Path
+) -> None:
+    from rigspark_gui.cli import main
+
+    blocked = tmp_path / "a-file-not-a-folder"
+    blocked.write_text("x", encoding="utf-8")
+    monkeypatch.setattr(update.run_update, "__defaults__", (SOURCES,))
+    monkeypatch.setattr(update, "updates_path", lambda: blocked / "catalog-updates.json")
+    code = main(["models", "--update", "--network-timeout", "10"])
+    err = capsys.readouterr().err.strip().splitlines()
+    # the repository that validates cannot be kept: said in one line, never a traceback
+    assert code == 2, err
+    assert str(blocked) in err[-1] and "Traceback" not in "\n".join(err)

@@ -94,6 +94,14 @@ def test_no_repack_is_a_setting_and_a_flag(capsys, rig) -> None:
     )
 
 
+def test_no_repack_and_no_mmap_both_reach_the_command(capsys, rig) -> None:
+    assert main(["place", "--model", "qwen3-8b", "--quant", "Q4_0", "--context", "4096",
+                 "--rig", rig, "--no-mmap", "--no-repack"]) == 0  # fmt: skip
+    lines = [x for x in capsys.readouterr().out.splitlines() if "llama-server" in x]
+    assert lines  # pinned and let-fit-decide forms alike
+    assert all("--no-repack" in x and "--load-mode none" in x for x in lines)
+
+
 def test_pinned_to_mmap_what_would_it_take_offers_the_flag(capsys, rig) -> None:
     _, out = _plan(capsys, "--model", "gpt-oss-20b", "--context", "32768", "--rig", rig, "--mmap")
     first = out["suggestions"][0]

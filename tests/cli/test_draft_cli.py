@@ -80,3 +80,31 @@ def test_a_draft_of_another_vocabulary_is_one_line_exit_2(
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "vocabulary" in err
+
+
+def test_the_draft_runs_at_the_context_llama_cpp_settles_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # context auto: fit settles on more than its floor; the draft's KV follows (-c is shared)
+    code, out, _ = run(
+        capsys, "plan", "--model", "qwen3-8b", "--rig",
+        str(Path(__file__).parents[2] / "examples" / "rig-2x3090.json"),
+        "-md", "qwen3-0.6b", "--kv-compare", "none", "--json",
+    )  # fmt: skip
+    data = json.loads(out)
+    assert code == 0
+    context = data["resolved"]["context"]
+    assert context > 4096 and data["draft"]["context"] == context
+    per_token = 28 * 2 * 8 * 128 * 2  # Qwen3 0.6B: 28 layers, K and V, 8 heads of 128, f16
+    assert data["draft"]["kv_bytes"] >= per_token * context
+
+
+@pytest.mark.parametrize("backend", ["koboldcpp", "lm-studio", "ollama"])
+def test_engines_whose_command_takes_no_draft_plan_none(
+    capsys: pytest.CaptureFixture[str], rig: Path, backend: str
+) -> None:
+    _, out, _ = run(capsys, *BASE, "--rig", str(rig), "-md", "qwen2.5-0.5b-instruct",
+                       "--backend", backend, "--json")  # fmt: skip
+    data = json.loads(out)
+    assert data["draft"] is None
+    assert all(d["draft_bytes"] == 0 for d in data["device_loads"])

@@ -3,6 +3,7 @@ SGLang, MLX, and the reverse (llama.cpp arguments read back into a placement).
 
 The public face of launch commands; other packages import from here only."""
 
+from rigspark_gui.core.launch.beside_args import split_projector_flags
 from rigspark_gui.core.launch.cluster import (
     ClusterLaunch,
     HostScript,
@@ -17,7 +18,7 @@ from rigspark_gui.core.launch.llama_cpp import (
     llama_server_command,
     parse_llama_args,
 )
-from rigspark_gui.core.launch.llama_layout import visible_from_env
+from rigspark_gui.core.launch.llama_layout import launch_gpus, visible_from_env
 from rigspark_gui.core.launch.ollama import ollama_command
 from rigspark_gui.core.launch.ollama_defaults import (
     OLLAMA_VERSIONS,
@@ -41,6 +42,7 @@ __all__ = [
     "koboldcpp_command",
     "launch_command",
     "launch_commands",
+    "launch_gpus",
     "llama_server_command",
     "ollama_command",
     "ollama_context",
@@ -53,6 +55,7 @@ __all__ = [
     "parse_llama_args",
     "rpc_launch",
     "serving_launch",
+    "split_projector_flags",
     "visible_from_env",
     "vllm_command",
 ]

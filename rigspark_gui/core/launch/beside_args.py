@@ -35,3 +35,39 @@ def beside_args(spec: ModelSpec, s: PlanSettings, *, hf: bool) -> list[str]:
         if d.kv_v is not KvCacheType.F16:
             out += ["-ctvd", d.kv_v.value]
     return out
+
+
+# llama.cpp's projector flags in a pasted command line (common/arg.cpp, b11434)
+_MMPROJ_FILE = ("-mm", "--mmproj", "-mmu", "--mmproj-url")
+_MMPROJ_SWITCHES = {
+    "--no-mmproj": ("text_only", True),
+    "--no-mmproj-auto": ("text_only", True),
+    "--mmproj-auto": ("text_only", False),
+    "--no-mmproj-offload": ("mmproj_offload", False),
+    "--mmproj-offload": ("mmproj_offload", True),
+}
+
+
+def split_projector_flags(argv: list[str]) -> tuple[list[str], dict[str, object]]:
+    """A pasted llama.cpp command line without its projector flags, and what they set:
+    `mmproj` (a file or URL), `text_only` (`--no-mmproj`), `mmproj_offload`
+    (`--no-mmproj-offload`), `image_max_tokens` (kept for the note only)."""
+    out: list[str] = []
+    found: dict[str, object] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        flag, eq, inline = a.partition("=") if a.startswith("--") else (a, "", "")
+        if flag in _MMPROJ_FILE:
+            if eq:
+                found["mmproj"] = inline
+            elif i + 1 < len(argv):
+                found["mmproj"] = argv[i + 1]
+                i += 1
+        elif flag in _MMPROJ_SWITCHES:
+            name, value = _MMPROJ_SWITCHES[flag]
+            found[name] = value
+        else:
+            out.append(a)
+        i += 1
+    return out, found

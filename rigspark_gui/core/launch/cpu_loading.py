@@ -37,10 +37,11 @@ def loading_args(
     placement: Placement, spec: ModelSpec, quant: str, s: PlanSettings, rig: Rig
 ) -> list[str]:
     """llama-server's loading flags for this plan (none: its defaults)."""
-    if not s.repack:
-        return [NO_REPACK_FLAG]
+    args = [] if s.repack else [NO_REPACK_FLAG]
+    # an explicit --no-mmap holds with --no-repack too; left open, only a repacked CPU
+    # share makes reading the weights in worth it
     if s.mmap is False or (
         s.mmap is None and reads_in(s, cpu_repacks(placement, spec, quant, rig))
     ):
-        return NO_MMAP_FLAG.split()
-    return []
+        args += NO_MMAP_FLAG.split()
+    return args

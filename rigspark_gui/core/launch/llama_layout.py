@@ -222,11 +222,25 @@ def visible_gpus(placement: Placement, rig: Rig, prefix: str) -> list[int] | Non
             if d is not None and d.startswith("gpu:")
         }
     )
+    return shown_gpus(used, rig, prefix)
+
+
+def shown_gpus(used: Sequence[int], rig: Rig, prefix: str) -> list[int] | None:
+    """Rig indices of the GPUs a command using GPUs `used` shows, or None for all."""
     if prefix not in _VISIBLE_ENV or not rig.gpus or len(used) == len(rig.gpus):
         return None
     # none for a CPU-only placement: llama.cpp would otherwise run large batches on a
     # GPU it can see, with a compute buffer there that the plan does not count
-    return used
+    return sorted(used)
+
+
+def launch_gpus(placement: Placement | Sequence[int], rig: Rig) -> list[int] | None:
+    """Rig indices of the GPUs llama-server's command for `placement` (or a path using
+    the GPUs listed) shows (None: all), as `llama_server_command` sets them with the
+    rig's own build."""
+    if isinstance(placement, Placement):
+        return visible_gpus(placement, rig, buffer_prefix(rig))
+    return shown_gpus(placement, rig, buffer_prefix(rig))
 
 
 def visible_from_env(env: Sequence[tuple[str, str]]) -> list[int] | None:

@@ -13,7 +13,9 @@ from rigspark_gui.core.plan.beside import claim, loads_beside
 from rigspark_gui.core.plan.draft import DraftLoad, plan_draft
 from rigspark_gui.core.plan.projector import (
     claimed_rig,
+    placement_gpus,
     plan_projector,
+    projector_bytes_on,
     projector_settings,
     with_projector,
 )
@@ -32,8 +34,9 @@ def loads_with_beside(
 ) -> tuple[DeviceLoad, ...]:
     """`device_loads` of `placement`, the projector (unless text only) and the draft
     model (if any) set aside on their devices and shown in `projector_bytes` and
-    `draft_bytes`."""
-    projector = plan_projector(spec, rig, s)
+    `draft_bytes`. The projector is on the GPU llama-server picks for this placement's
+    command (the first GPU it shows), as the plan counts it."""
+    projector = plan_projector(spec, rig, s, placement_gpus(placement, rig, s))
     draft = plan_draft(spec, rig, s)
     draft_on = draft.on() if draft is not None else {}
     tally_rig = rig_beside(rig, projector, draft)
@@ -47,8 +50,15 @@ def rig_beside(rig: Rig, projector: ProjectorLoad | None, draft: DraftLoad | Non
     return claim(claimed_rig(rig, projector), draft.on() if draft is not None else {})
 
 
-def plan_beside(spec: ModelSpec, rig: Rig, s: PlanSettings) -> tuple[PlanSettings, Rig]:
-    """The settings and rig a plan of `spec` is made with: its projector and draft model
-    set aside (Ollama's fit margin for the projector), as `plan` does."""
-    projector = plan_projector(spec, rig, s)
-    return projector_settings(s, projector), rig_beside(rig, projector, plan_draft(spec, rig, s))
+def plan_beside(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, shown: Sequence[int] | None = None
+) -> tuple[PlanSettings, Rig, dict[str, int]]:
+    """The settings and rig a plan of `spec` is made with: its projector (on the first
+    of the GPUs `shown`, None: all) and draft model set aside (Ollama's fit margin for
+    the projector), as `plan` does; and their bytes per device."""
+    projector = plan_projector(spec, rig, s, shown)
+    draft = plan_draft(spec, rig, s)
+    on = projector_bytes_on(projector)
+    for d, n in (draft.on() if draft is not None else {}).items():
+        on[d] = on.get(d, 0) + n
+    return projector_settings(s, projector), rig_beside(rig, projector, draft), on

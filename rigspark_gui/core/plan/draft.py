@@ -103,8 +103,10 @@ def plan_draft(spec: ModelSpec, rig: Rig, s: PlanSettings) -> DraftLoad | None:
     """The draft model's memory per device under the plan's settings (None: no draft,
     or an engine that does not take `-md`)."""
     draft = spec.draft
-    if draft is None or not s.backend.ggml_based or s.backend is Backend.OLLAMA:
-        return None  # Ollama starts llama-server without -md
+    if draft is None or s.backend is not Backend.LLAMA_CPP:
+        # only llama-server's command carries -md: Ollama starts it without one, and the
+        # koboldcpp and LM Studio recipes have no draft flag here
+        return None
     check_draft(spec, draft)
     g = draft.spec.geometry
     sd = replace(s, kv_k=draft.kv_k, kv_v=draft.kv_v, quant=draft.quant)

@@ -35,6 +35,7 @@ from rigspark_gui.core.plan.paths import (
 )
 from rigspark_gui.core.plan.projector import (
     claimed_rig,
+    placement_gpus,
     plan_projector,
     projector_settings,
     with_projector,
@@ -179,7 +180,7 @@ def plan(
         return replace(served, resolved=resolved)
     _validate(spec, s)
     # the projector's memory is set aside on its device before any layer is placed
-    projector, own_rig = plan_projector(spec, rig, s), rig
+    projector, own_rig, own_s = plan_projector(spec, rig, s), rig, s
     s, rig = projector_settings(s, projector), claimed_rig(rig, projector)
     # and so is a draft model's (-md): weights, KV and compute on its own devices
     draft = plan_draft(spec, own_rig, s)
@@ -188,12 +189,29 @@ def plan(
     # the quantization and path first, without ladders or the KV comparison (they do
     # not change the choice); the full plan once the context is settled
     first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
+    # llama-server puts the projector on the first GPU its command shows: where the
+    # chosen path hides that one, plan again with it there (one truth for plan, loads,
+    # command and lanes); twice at most, as moving it can change the path
+    for _ in range(2):
+        seen = placement_gpus(first.placement, own_rig, own_s)
+        moved = plan_projector(spec, own_rig, own_s, seen)
+        if moved is None or projector is None or moved.device == projector.device:
+            break
+        projector = moved
+        s = projector_settings(own_s, projector)
+        rig = claim(claimed_rig(own_rig, projector), draft_on)
+        first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
     shown = next((p for p in first.paths if p.path is first.recommended), None) or first.paths[0]
     quant = shown.quant or spec.available_quants[-1]
     fit, bigger = settle(spec, rig, s, quant, shown.path, first.recommended is not None)
     if bigger is not None:
         # llama.cpp settles on a larger context for this quantization: plan at it
         s = replace(s, context=bigger)
+        if draft is not None:
+            # the draft runs at the target's context (-c): its KV grows with it
+            draft = plan_draft(spec, own_rig, s)
+            draft_on = draft.on() if draft is not None else {}
+            rig = claim(claimed_rig(own_rig, projector), draft_on)
     full = kv_pairs != "none" or ladders
     final = (
         _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)

@@ -16,14 +16,15 @@ weights + 1 GiB (`launch.ollama_fit_margin`); llama-server's own addition still 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidModelError
 from rigspark_gui.core.fit import FitOutcome
-from rigspark_gui.core.launch import ollama_fit_margin, ollama_projector_on_cpu
+from rigspark_gui.core.launch import launch_gpus, ollama_fit_margin, ollama_projector_on_cpu
 from rigspark_gui.core.memory import ProjectorLoad, projector_load
 from rigspark_gui.core.model import ModelSpec
-from rigspark_gui.core.placement import DeviceLoad, gpu_device
+from rigspark_gui.core.placement import DeviceLoad, Placement, gpu_device
 from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside, paths_beside
 from rigspark_gui.core.plan.paths import PathPlan
 from rigspark_gui.core.rig import Rig
@@ -33,11 +34,15 @@ CPU = "cpu"
 MIB = 1 << 20
 
 
-def projector_device(spec: ModelSpec, rig: Rig, s: PlanSettings) -> str:
-    """cpu, or the GPU clip.cpp initialises: the first GPU of this machine
-    (`ggml_backend_init_by_type(GPU)`), unless `--no-mmproj-offload` or, under Ollama,
-    its limited-VRAM rule keeps it on the CPU."""
-    local = rig.local_gpus
+def projector_device(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, shown: Sequence[int] | None = None
+) -> str:
+    """cpu, or the GPU clip.cpp initialises: the first GPU the backend registers
+    (`ggml_backend_init_by_type(GPU)`, tools/mtmd/clip.cpp b11434), unless
+    `--no-mmproj-offload` or, under Ollama, its limited-VRAM rule keeps it on the CPU.
+    `shown`: the rig GPUs the launch command lets llama-server see (CUDA_VISIBLE_DEVICES,
+    `core.launch.launch_gpus`; None: all), so the first of those; none shown: the CPU."""
+    local = [i for i in rig.local_gpus if shown is None or i in shown]
     if not s.mmproj_offload or not local or spec.projector is None:
         return CPU
     if s.backend is Backend.OLLAMA:
@@ -47,10 +52,24 @@ def projector_device(spec: ModelSpec, rig: Rig, s: PlanSettings) -> str:
     return gpu_device(local[0])
 
 
-def plan_projector(spec: ModelSpec, rig: Rig, s: PlanSettings) -> ProjectorLoad | None:
+def placement_gpus(
+    placement: Placement | Sequence[int] | None, rig: Rig, s: PlanSettings
+) -> list[int] | None:
+    """The GPUs llama-server sees for `placement` (or a path on the GPUs listed):
+    llama.cpp and koboldcpp commands show only the GPUs it uses (`launch_gpus`); other
+    engines (Ollama, LM Studio) see all."""
+    if placement is None or s.backend not in (Backend.LLAMA_CPP, Backend.KOBOLDCPP):
+        return None
+    return launch_gpus(placement, rig)
+
+
+def plan_projector(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, shown: Sequence[int] | None = None
+) -> ProjectorLoad | None:
     """The projector a llama.cpp-based engine loads with this model (None: the model has
-    none, "text only", or an engine that does not load it beside the model). Its
-    flash attention follows llama-server's `-fa`: off only when turned off."""
+    none, "text only", or an engine that does not load it beside the model), on the
+    device `projector_device` names for the GPUs `shown`. Its flash attention follows
+    llama-server's `-fa`: off only when turned off."""
     p = spec.projector
     if p is None or s.text_only or not s.backend.ggml_based:
         return None
@@ -62,7 +81,7 @@ def plan_projector(spec: ModelSpec, rig: Rig, s: PlanSettings) -> ProjectorLoad 
             "mismatch between text model and mmproj)"
         )
     fa = s.flash_attn or s.is_auto("flash_attn")
-    return projector_load(p, projector_device(spec, rig, s), fa, s.image_size)
+    return projector_load(p, projector_device(spec, rig, s, shown), fa, s.image_size)
 
 
 def projector_settings(s: PlanSettings, load: ProjectorLoad | None) -> PlanSettings:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -14,6 +14,7 @@ from rigspark_gui.core.placement import FitContext
 from rigspark_gui.core.plan.beside_loads import plan_beside
 from rigspark_gui.core.plan.defaults import resolve_defaults
 from rigspark_gui.core.plan.engine_run import settle
+from rigspark_gui.core.plan.path_fit import Trial
 from rigspark_gui.core.plan.path_plans import choose_recommended
 from rigspark_gui.core.plan.paths import (
     GPU_ONLY,
@@ -23,6 +24,7 @@ from rigspark_gui.core.plan.paths import (
     cpu_only_model,
     engine_paths,
 )
+from rigspark_gui.core.plan.projector import placement_gpus, plan_projector
 from rigspark_gui.core.plan.quant_search import (
     PathSearch,
     above_floor,
@@ -111,15 +113,45 @@ def rank_model(
     what `plan` recommends, without building every path's report. `cands`: the rig's
     candidate paths by cpu-only flag, when ranking many models."""
     s, _ = resolve_defaults(spec, rig, s)
+    beside: dict[str, int] = {}
+    row: RankedModel | None = None
     if spec.projector is not None or spec.draft is not None:
-        s, rig = plan_beside(spec, rig, s)  # set aside before any layer, as plan() does
-    row = _rank_resolved(spec, rig, s, speed, cands)
+        own_rig, own_s = rig, s
+        s, rig, beside = plan_beside(spec, own_rig, own_s)  # set aside first, as plan() does
+        row = _rank_resolved(spec, rig, s, speed, cands, beside)
+        # llama-server puts the projector on the first GPU the path's command shows
+        seen = _path_gpus(own_rig, own_s, row.path)
+        at = plan_projector(spec, own_rig, own_s)
+        moved = plan_projector(spec, own_rig, own_s, seen)
+        if at is not None and moved is not None and at.device != moved.device:
+            s, rig, beside = plan_beside(spec, own_rig, own_s, seen)
+            row = None
+    if row is None:
+        row = _rank_resolved(spec, rig, s, speed, cands, beside)
     if row.path is None or row.quant is None:
         return row
     _, bigger = settle(spec, rig, s, row.quant, row.path, True)
     if bigger is None:
         return row
-    return _rank_resolved(spec, rig, replace(s, context=bigger), speed, cands)
+    return _rank_resolved(spec, rig, replace(s, context=bigger), speed, cands, beside)
+
+
+def _path_gpus(rig: Rig, s: PlanSettings, path: PathName | None) -> list[int] | None:
+    """The GPUs a path's launch command shows (None: all of them), as `plan` finds them
+    from its placement."""
+    cand = next((c for c in candidate_paths(rig, False) if c.name is path), None)
+    if cand is None:
+        return None
+    return placement_gpus([i for i in cand.gpu_ids if i in rig.local_gpus], rig, s)
+
+
+def _beside_bytes(trial: Trial, path: PathName, beside: Mapping[str, int]) -> int:
+    """What loads beside the model on a path's devices, as `plan` counts it in the
+    path's required memory (`paths_beside`): its GPUs' share, and system memory's on
+    the paths that plan it."""
+    used = {d for d, _, _ in trial.ranges}
+    ram = path in (PathName.CPU, PathName.CPU_OFFLOAD)
+    return sum(n for d, n in beside.items() if (d in used and d != "cpu") or (d == "cpu" and ram))
 
 
 def _rank_resolved(
@@ -128,7 +160,11 @@ def _rank_resolved(
     s: PlanSettings,
     speed: SpeedModel,
     cands: dict[bool, list[PathCandidate] | RigSparkError] | None = None,
+    beside: Mapping[str, int] | None = None,
 ) -> RankedModel:
+    """`beside`: the projector's and draft's bytes per device, counted in the memory
+    shown (the fit decisions saw them set aside on the rig)."""
+    beside = beside or {}
     ctx = min(s.context, spec.geometry.context_length)
     settings = s
     if ctx != s.context or s.quant is not None:
@@ -161,7 +197,8 @@ def _rank_resolved(
         smallest = min(tried, key=lambda x: x.trial.m.shortfall)
         return RankedModel(
             **base, verdict=RankVerdict.NO, path=None, quant=smallest.quant,
-            required_bytes=smallest.trial.m.required, low_tok_s=None, high_tok_s=None,
+            required_bytes=smallest.trial.m.required
+            + _beside_bytes(smallest.trial, smallest.path, beside), low_tok_s=None, high_tok_s=None,
             note=f"needs {gib(smallest.trial.m.shortfall)} more on {smallest.path}",
         )  # fmt: skip
     t = best.speed
@@ -170,7 +207,8 @@ def _rank_resolved(
     note = "" if ctx == s.context else f"context capped at {ctx}"
     return RankedModel(
         **base, verdict=RankVerdict.SLOW if slow else RankVerdict.FITS, path=best.path,
-        quant=best.quant, required_bytes=best.trial.m.required,
+        quant=best.quant,
+        required_bytes=best.trial.m.required + _beside_bytes(best.trial, best.path, beside),
         quality=q.label if (q := spec.quality.get(best.quant or "")) is not None else "",
         tok_s=t.tok_s if t else None, low_tok_s=t.low_tok_s if t else None,
         high_tok_s=t.high_tok_s if t else None, note=note,
