@@ -27,7 +27,8 @@ def attach_projector(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
         from rigspark_gui.catalog.mmproj import load_projector
         from rigspark_gui.user_dirs import cache_dir
 
-        return with_projector(spec, load_projector(given, cache_dir()))
+        timeout_s = getattr(args, "network_timeout", None)
+        return with_projector(spec, load_projector(given, cache_dir(), timeout_s))
     entry = catalog_projector(spec)
     if entry is None:
         return spec

@@ -131,8 +131,9 @@ def projector_from_url(url: str, cache: Path, timeout_s: float | None = None) ->
     return projector_of(read_part(fetched.path), source=url)
 
 
-def load_projector(arg: str, cache: Path) -> Projector:
-    """`--mmproj FILE|URL`: a local file, or an http(s) URL read remotely."""
-    if arg.startswith(("http://", "https://")):
-        return projector_from_url(arg, cache)
+def load_projector(arg: str, cache: Path, timeout_s: float | None = None) -> Projector:
+    """`--mmproj FILE|URL`: a local file, or a URL read remotely within `timeout_s` (any
+    scheme: one that is not http(s) is refused in one line, not looked up as a path)."""
+    if "://" in arg:
+        return projector_from_url(arg, cache, timeout_s)
     return read_projector(arg)

@@ -261,3 +261,12 @@ def test_the_report_shows_projector_and_draft_columns(
     assert code == 0, err
     text = out_md.read_text()
     assert "| Projector | Draft model |" in text
+
+
+def test_a_url_of_another_scheme_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], rig: Path
+) -> None:
+    code, out, err = run(capsys, "plan", "--model", "gemma-3-27b-it", "--rig", str(rig),
+                         "--mmproj", "ftp://example.org/mmproj.gguf")  # fmt: skip
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and "http(s) URL" in err

@@ -211,3 +211,13 @@ def test_ollama_keeps_the_projector_on_the_cpu_of_a_small_gpu() -> None:
     s = settings(backend=Backend.OLLAMA)
     assert plan_projector(gemma27b(), small, s).device == "cpu"  # type: ignore[union-attr]
     assert plan_projector(gemma27b(), card(), s).device == "gpu:0"  # type: ignore[union-attr]
+
+
+def test_an_audio_encoders_compute_is_unknown_not_nothing() -> None:
+    audio = replace(GEMMA3_MMPROJ, projector_type="ultravox", modality="audio", patch_size=0,
+                    image_size=0, warmup_image_size=0)  # fmt: skip
+    load = projector_load(audio, "gpu:0", flash_attn=True)
+    assert load.compute_bytes == 0 and not load.compute_known
+    assert projector_load(GEMMA3_MMPROJ, "gpu:0", flash_attn=True).compute_known
+    p = plan(replace(gemma27b(), projector=audio), card(), settings(), None)
+    assert any("compute buffer is unknown" in n for n in p.notes)

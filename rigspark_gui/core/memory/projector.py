@@ -143,6 +143,9 @@ class ProjectorLoad:
     # its file and clip.projector_type, for the surfaces that name it
     file_name: str = ""
     projector_type: str = ""
+    # False for an encoder without image patches (audio): its compute buffer is not
+    # sized here, so compute_bytes (0) is unknown, not nothing
+    compute_known: bool = True
 
     @property
     def device_bytes(self) -> int:
@@ -166,4 +169,5 @@ def projector_load(
         flash_attn=flash_attn,
         file_name=p.file_name,
         projector_type=p.projector_type,
+        compute_known=p.patch_size > 0,
     )

@@ -234,6 +234,12 @@ def plan(
     paths = with_projector_paths(final.paths, projector)
     fit = with_projector_fit(fit, projector)
     notes = final.notes
+    if projector is not None and not projector.compute_known:
+        notes += (
+            f"the projector's compute buffer is unknown ({projector.projector_type or 'an'} "
+            "encoder without image patches, e.g. audio, is not sized here): only its weights "
+            "are counted",
+        )
     if draft is not None:
         notes += (f"speculative decoding with {draft.model_name}: {draft.speed_basis}",)
     return replace(
