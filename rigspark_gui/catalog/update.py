@@ -77,6 +77,9 @@ def updates_path() -> Path:
     return cache_dir() / UPDATES_FILE
 
 
+MAX_UPDATES_BYTES = 16 << 20
+
+
 def load_updates(path: Path | None = None) -> Any:
     """The entries a past update kept (a `Catalog`, validated once per content like the
     shipped catalog), or None when there are none; a file that cannot be read is left
@@ -87,14 +90,17 @@ def load_updates(path: Path | None = None) -> Any:
         CatalogEntry,
         parse_catalog,
     )
-    from rigspark_gui.catalog.validated import layout_of, read_validated
+    from rigspark_gui.catalog.validated import layout_of, read_bytes, read_validated
     from rigspark_gui.core.model import Checkpoint, Geometry, ModelSpec, QuantFile
 
     path = path or updates_path()
     try:
         if not path.is_file():
             return None
-        data = path.read_bytes()
+        # bounded like every file read: the shipped catalog is under 1 MiB
+        data = read_bytes(
+            path, what="catalog update file", error=CatalogError, max_bytes=MAX_UPDATES_BYTES
+        )
         return read_validated(
             data,
             kind="catalog-updates",

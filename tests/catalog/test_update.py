@@ -209,3 +209,12 @@ def test_an_unwritable_cache_is_one_line_and_exit_2(
     # the repository that validates cannot be kept: said in one line, never a traceback
     assert code == 2, err
     assert str(blocked) in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_an_oversized_update_file_is_left_alone(tmp_path: Path, monkeypatch) -> None:
+    big = tmp_path / "catalog-updates.json"
+    with big.open("wb") as f:
+        f.truncate(update.MAX_UPDATES_BYTES + 1)  # sparse: no disk used
+    assert update.load_updates(big) is None
+    monkeypatch.setattr(update, "updates_path", lambda: big)
+    assert load_catalog().find("qwen3-4b") is not None  # the shipped catalog still loads
