@@ -107,6 +107,7 @@ class ModelPicker(QComboBox):
         self.setCompleter(self._completer)
         self._completer.activated[QModelIndex].connect(self._on_completer_activated)
         self.lineEdit().textEdited.connect(self._filter.set_query)
+        self.lineEdit().textEdited.connect(self._new_choice)
         self.lineEdit().setPlaceholderText("Search models…")
         self.activated.connect(self._on_activated)
         self.lineEdit().returnPressed.connect(self._on_return)
@@ -172,6 +173,14 @@ class ModelPicker(QComboBox):
                 self.blockSignals(False)
                 return True
         return False
+
+    def _new_choice(self, *_: object) -> None:
+        """A new choice begins (typing, the list opened): no completion's echo is due."""
+        self._chosen_by_completion = False
+
+    def showPopup(self) -> None:
+        self._new_choice()
+        super().showPopup()
 
     def _on_activated(self, row: int) -> None:
         if self._chosen_by_completion:

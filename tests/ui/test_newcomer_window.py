@@ -18,6 +18,7 @@ from rigspark_gui.core.rig import GIB, Cpu, Rig
 from rigspark_gui.core.settings import Backend
 from rigspark_gui.ui import background, dialogs
 from rigspark_gui.ui.main_window import MainWindow
+from rigspark_gui.ui.model_picker import ID_ROLE
 from rigspark_gui.ui.rig_document import NO_DRIVER_NOTE
 
 from .conftest import rig_2x3090
@@ -362,3 +363,21 @@ def test_how_the_numbers_are_computed_is_readable_without_files(qtbot, window) -
         assert fact in text
     # no file of the source tree, which an installed app does not have
     assert "docs/" not in text and ".md" not in text
+
+
+def test_after_a_completion_the_open_list_still_picks(qtbot, window) -> None:
+    picker = window.controls.model_picker
+    picker.setFocus()
+    picker.lineEdit().clear()
+    qtbot.keyClicks(picker.lineEdit(), "qwen3 32")
+    popup = picker.completer().popup()
+    qtbot.keyClick(popup, Qt.Key.Key_Down)
+    qtbot.keyClick(popup, Qt.Key.Key_Return)
+    assert window.session.spec.id == "qwen3-32b"
+    # then the drop-down list, as a mouse user would: its choice is planned
+    row = next(
+        r for r in range(picker.count()) if picker.itemData(r, ID_ROLE) == "llama-3.1-8b-instruct"
+    )
+    picker.showPopup()
+    picker.activated.emit(row)
+    assert window.session.spec.id == "llama-3.1-8b-instruct"
