@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any, NoReturn
 
-from rigspark_gui.catalog.geometry_check import checked_geometry
+from gguf import GGUFValueType
+
 from rigspark_gui.catalog.gguf_gemma_dsa import GEMMA_DSA_ARCHS, MTP_SKIP_ARCHS, gemma_dsa_fields
 from rigspark_gui.catalog.gguf_header import (
     INT_TYPES,
-    GGUFValueType,
     MetaValue,
     RawTensor,
     import_error,
@@ -20,6 +20,7 @@ from rigspark_gui.catalog.gguf_header import (
 from rigspark_gui.catalog.gguf_hybrid import HYBRID_ARCHS, hybrid_fields
 from rigspark_gui.core.errors import validation_message
 from rigspark_gui.core.model import Geometry
+from rigspark_gui.formats.model_spec import Geometry as GeometryFile
 
 __all__ = ["Metadata", "read_geometry", "swa_period", "validation_reason"]
 
@@ -237,7 +238,8 @@ def read_geometry(m: Metadata, arch: str, tensors: dict[str, RawTensor]) -> Geom
     if arch in GEMMA_DSA_ARCHS or arch in MTP_SKIP_ARCHS:
         fields = gemma_dsa_fields(m, arch, fields, tensors)
     try:
-        return checked_geometry(fields)  # formats.model_spec.Geometry's rule
+        geometry: Geometry = GeometryFile.model_validate(fields).to_record()
+        return geometry
     except ValueError as exc:  # pydantic's ValidationError, or fields that disagree
         m.fail(f"unusable geometry ({validation_reason(exc)})")
 

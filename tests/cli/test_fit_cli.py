@@ -131,35 +131,3 @@ def test_the_fit_verb_counts_llama_servers_slots_as_the_planner_does() -> None:
     from rigspark_gui.core.plan import LLAMA_SERVER_SLOTS
 
     assert AUTO_SLOTS == LLAMA_SERVER_SLOTS
-
-
-def test_a_new_file_is_read_without_numpy_gguf_or_pydantic(model: Path, tmp_path: Path) -> None:
-    """The cold path of the fit verb (a file never seen, a rig seen before): the header
-    is read by RigSpark's own bounded walk and its geometry checked without pydantic,
-    so none of the three loads (docs/performance.md: the cold figures)."""
-    import os
-    import subprocess
-    import sys
-    import textwrap
-
-    rig = rig_file(tmp_path)
-    code = textwrap.dedent(f"""
-        import contextlib, io, json, sys
-        from rigspark_gui.cli import main
-        with contextlib.redirect_stdout(io.StringIO()):
-            main(["fit", "--rig", {str(rig)!r}, "--", "llama-fit-params", "-m", {str(model)!r}])
-        print(json.dumps([m for m in ("numpy", "gguf", "pydantic") if m in sys.modules]))
-        """)
-    env = {**os.environ, "RIGSPARK_CACHE_DIR": str(tmp_path / "cache")}
-
-    def loaded() -> list[str]:
-        root = Path(__file__).resolve().parents[2]
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=env, cwd=root, timeout=120)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        return list(json.loads(done.stdout.strip().splitlines()[-1]))
-
-    assert loaded() == ["pydantic"]  # the very first run validates the rig file
-    for kept in (tmp_path / "cache").rglob("gguf-header-*"):
-        kept.unlink()  # the model file is new again; the rig's record stays kept
-    assert loaded() == []
