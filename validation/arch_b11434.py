@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -271,15 +272,27 @@ def doc_section(data: dict[str, Any]) -> str:
 MIB = 1 << 20
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cli(
+    description: str,
+    out: Path,
+    measure_all: Callable[[], Any],
+    report_of: Callable[[Any], str],
+    doc_of: Callable[[Any], str],
+) -> None:
+    """The command line of a b11434 suite: measure (or re-read `out` with
+    --report-only), keep the rows, print the report or the docs section (--doc)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--doc", action="store_true", help="print the docs/validation.md section")
     args = ap.parse_args()
-    data = json.loads(OUT.read_text()) if args.report_only else measure()
+    data = json.loads(out.read_text()) if args.report_only else measure_all()
     if not args.report_only:
-        OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(doc_section(data) if args.doc else report(data))
+        out.write_text(json.dumps(data, indent=1) + "\n")
+    print(doc_of(data) if args.doc else report_of(data))
+
+
+def main() -> None:
+    run_cli(__doc__.splitlines()[0], OUT, measure, report, doc_section)
 
 
 if __name__ == "__main__":

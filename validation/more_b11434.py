@@ -13,8 +13,6 @@ geometry at F16, not read from the header).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -132,14 +130,7 @@ def report(data: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--doc", action="store_true", help="print the docs/validation.md section")
-    args = ap.parse_args()
-    data = json.loads(OUT.read_text()) if args.report_only else measure()
-    if not args.report_only:
-        OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(doc_section(data) if args.doc else report(data))
+    arch.run_cli(__doc__.splitlines()[0], OUT, measure, report, doc_section)
 
 
 if __name__ == "__main__":
