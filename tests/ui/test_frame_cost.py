@@ -18,7 +18,13 @@ class _LayoutRequests(QObject):
         return False
 
 
-def test_a_context_change_does_not_re_lay_out_the_window(qtbot, window) -> None:
+def test_a_context_change_does_not_re_lay_out_the_window(qtbot, window, monkeypatch) -> None:
+    from rigspark_gui.ui import background
+
+    # the suggestions' background plan (ladders, what would it take) runs inline here and
+    # not while counting: it lands a moment after the controls settle, on its own clock,
+    # and this test is about what a context change itself costs
+    monkeypatch.setattr(background, "POOL", background.SyncPool())
     window.resize(1500, 900)
     window.session.set_model("llama-3.3-70b-instruct")
     window.tabs.setCurrentWidget(window.paths_tab)
@@ -26,6 +32,10 @@ def test_a_context_change_does_not_re_lay_out_the_window(qtbot, window) -> None:
     for context in (4096, 6144):  # the window settles after it is first shown
         window.controls.context_spin.setValue(context)
         QApplication.processEvents()
+    window.what_if.suggest_now()
+    window.what_if.timer.stop()
+    monkeypatch.setattr(window.what_if, "schedule", lambda: None)
+    window.what_if.timer.setInterval(60_000)
     spy = _LayoutRequests()
     app = QApplication.instance()
     app.installEventFilter(spy)
