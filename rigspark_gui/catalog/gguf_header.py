@@ -101,6 +101,8 @@ class _Scanner:
         self.fname = fname
         self.pos = 0
         self.order = "<"
+        # where each long string array's items start -> their bytes, for the reader
+        self.string_arrays: dict[int, int] = {}
 
     def fail(self, reason: str) -> NoReturn:
         raise import_error(self.fname, reason)
@@ -160,7 +162,8 @@ class _Scanner:
                 self.fail(f"absurd count: array {key} claims {count} strings, past end of file")
             # A tight loop: tokenizer arrays hold a few hundred thousand strings.
             unpack = struct.Struct(self.order + "Q").unpack_from
-            buf, pos, end = self.buf, self.pos, self.size
+            buf, start, end = self.buf, self.pos, self.size
+            pos = start
             for _ in range(count):
                 if end - pos < 8:
                     self.fail(f"truncated: array {key} runs past the end of the file")
@@ -169,13 +172,14 @@ class _Scanner:
                 if n > end - pos:
                     self.fail(f"truncated: a string in array {key} runs past the end of the file")
                 pos += n
+            self.string_arrays[start] = pos - start
             self.pos = pos
         elif itype == _VT_ARRAY:
             self.fail(f"metadata {key}: nested arrays are not supported")
         else:
             self.fail(f"metadata {key} has unknown array item type {itype}")
 
-    def run(self) -> tuple[int, list[_ScannedTensor]]:
+    def run(self) -> list[_ScannedTensor]:
         if self.buf[:4] != _MAGIC:
             self.fail("not a GGUF file (bad magic)")
         (raw,) = struct.unpack_from("<I", self.buf, 4)
@@ -261,10 +265,11 @@ class _Scanner:
         for scanned, offset in zip(tensors, offsets, strict=True):
             if data_start + offset + scanned.n_bytes > self.size:
                 self.fail(f"truncated: data of tensor {safe_label(scanned.name)} runs past the end")
-        return version, tensors
+        return tensors
 
 
-def _scan(path: Path) -> list[_ScannedTensor]:
+def _scan(path: Path) -> tuple[list[_ScannedTensor], dict[int, int]]:
+    """The tensor table, and the bytes of each long string array by where it starts."""
     fname = path.name
     try:
         size = path.stat().st_size
@@ -275,7 +280,8 @@ def _scan(path: Path) -> list[_ScannedTensor]:
             if size < _FIXED_HEADER:
                 raise import_error(fname, f"truncated: {size} bytes, less than a GGUF header")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-                return _Scanner(buf, size, fname).run()[1]
+                scanner = _Scanner(buf, size, fname)
+                return scanner.run(), scanner.string_arrays
     except ModelImportError:
         raise
     except OSError as exc:
@@ -317,7 +323,12 @@ class PartHeader:
 class _HeaderReader(GGUFReader):
     """GGUFReader that keeps long metadata arrays (tokenizer vocabularies and merges) as
     one opaque field instead of one numpy view per item: on a 150k-token vocabulary that
-    is 0.1 s instead of 8 s. Their items are never read here, only their length."""
+    is 0.1 s instead of 8 s. Their items are never read here, only their length, and a
+    string array's bytes are taken from the bounded scan, which walked it already."""
+
+    def __init__(self, path: Path, string_arrays: dict[int, int]) -> None:
+        self._string_arrays = string_arrays
+        super().__init__(path, "r")
 
     def _get_field_parts(
         self, orig_offs: int, raw_type: int
@@ -337,6 +348,9 @@ class _HeaderReader(GGUFReader):
             return count * _SCALAR_SIZES[itype]
         if itype != _VT_STRING:
             return None
+        known = self._string_arrays.get(offs)
+        if known is not None:
+            return known
         # Same byte order the reader detected; bounds were checked by the scan.
         swapped = self.byte_order == "S"
         order = "<" if (sys.byteorder == "little") != swapped else ">"
@@ -363,10 +377,10 @@ def _copy_field(field: Any) -> MetaValue:
 
 def read_part(path: Path) -> PartHeader:
     """One file's header, scanned with bounds first, then read by the gguf reader."""
-    scanned = _scan(path)
+    scanned, string_arrays = _scan(path)
     fname = path.name
     try:
-        reader = _HeaderReader(path, "r")
+        reader = _HeaderReader(path, string_arrays)
         meta = {
             key: _copy_field(f) for key, f in reader.fields.items() if not key.startswith("GGUF.")
         }
