@@ -134,3 +134,51 @@ def test_a_hand_placement_counts_the_draft_too() -> None:
     layout = weights_layout(target, "Q4_K_M")
     loads = loads_with_beside(p.placement, target, layout, card(), p.settings)
     assert [x.draft_bytes for x in loads] == [x.draft_bytes for x in p.device_loads]
+
+
+def two_cards() -> Rig:
+    gpu = card().gpus[0]
+    return Rig(name="2x4090", gpus=(gpu, gpu), ram_total_bytes=64 * GIB)
+
+
+def test_the_draft_follows_the_command_onto_the_one_gpu_it_shows() -> None:
+    # Qwen2.5-32B Q4_K_M at 8K fits one 24 GB card: the command shows llama-server that
+    # card alone (CUDA_VISIBLE_DEVICES), and the draft inherits the target's devices
+    target = spec(QWEN_32B, "qwen2.5-32b", DRAFT)
+    rig = two_cards()
+    p = plan(target, rig, settings(), simple_speed_model())
+    assert p.placement is not None and p.draft is not None
+    used = {u.device for u in p.placement.units if u.device != "cpu"}
+    assert used == {"gpu:0"}
+    on = p.draft.on()
+    assert "gpu:1" not in on and on["gpu:0"] > p.draft.weights_bytes // 2
+    gpu1 = next(x for x in p.device_loads if x.device == "gpu:1")
+    assert gpu1.draft_bytes == 0
+    # without a target placement the draft would be spread over both cards
+    guess = plan_draft(target, rig, settings())
+    assert guess is not None and guess.on().get("gpu:1", 0) > 0
+
+
+def test_the_draft_takes_the_targets_tensor_split() -> None:
+    target = spec(QWEN_32B, "qwen2.5-32b", DRAFT)
+    rig = two_cards()
+    s = settings(quant="Q8_0", context=32768)
+    p = plan(target, rig, s, simple_speed_model())
+    assert p.placement is not None and p.draft is not None
+    gpus = [u.device for u in p.placement.blocks if u.device != "cpu"]
+    assert set(gpus) == {"gpu:0", "gpu:1"}
+    share0 = gpus.count("gpu:0") / len(gpus)
+    # the draft's layers split in the target's proportion (its -ts), not by free memory
+    d = plan_draft(target, rig, s, p.placement)
+    assert d is not None and d.on() == p.draft.on()
+    on0, on1 = d.on().get("gpu:0", 0), d.on().get("gpu:1", 0)
+    assert on0 > 0 and on1 > 0
+    assert abs(on0 / (on0 + on1) - share0) < 0.15
+    loads = loads_with_beside(
+        p.placement,
+        target,
+        weights_layout(target, "Q8_0"),
+        rig,
+        replace(s, context=p.settings.context),
+    )
+    assert [x.draft_bytes for x in loads] == [x.draft_bytes for x in p.device_loads]

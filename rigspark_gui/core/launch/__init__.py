@@ -18,7 +18,7 @@ from rigspark_gui.core.launch.llama_cpp import (
     llama_server_command,
     parse_llama_args,
 )
-from rigspark_gui.core.launch.llama_layout import launch_gpus, visible_from_env
+from rigspark_gui.core.launch.llama_layout import launch_gpus, launch_split, visible_from_env
 from rigspark_gui.core.launch.ollama import ollama_command
 from rigspark_gui.core.launch.ollama_defaults import (
     OLLAMA_VERSIONS,
@@ -43,6 +43,7 @@ __all__ = [
     "launch_command",
     "launch_commands",
     "launch_gpus",
+    "launch_split",
     "llama_server_command",
     "ollama_command",
     "ollama_context",

@@ -243,6 +243,21 @@ def launch_gpus(placement: Placement | Sequence[int], rig: Rig) -> list[int] | N
     return shown_gpus(placement, rig, buffer_prefix(rig))
 
 
+def launch_split(placement: Placement, rig: Rig) -> tuple[list[int], tuple[int, ...] | None]:
+    """The rig GPUs llama-server's command for `placement` shows (all local ones when it
+    shows all) and its --tensor-split over them (None: the default split). A draft model
+    inherits both from the target's command (`common_base_params_to_speculative` copies
+    the target's params, b11434), so it lands where this says."""
+    prefix = buffer_prefix(rig)
+    layout = llama_layout(placement)
+    visible = visible_gpus(placement, rig, prefix)
+    split = llama_devices(placement, layout, rig, prefix, prefix).split
+    shown = list(rig.local_gpus) if visible is None else [i for i in visible if i in rig.local_gpus]
+    if split is not None and len(split) != len(shown):
+        split = None  # GPUs on other hosts are in the split: the local ones take the default
+    return shown, split
+
+
 def visible_from_env(env: Sequence[tuple[str, str]]) -> list[int] | None:
     """Rig GPU indices a CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES setting shows."""
     for key, value in env:

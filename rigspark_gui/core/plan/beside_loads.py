@@ -35,9 +35,10 @@ def loads_with_beside(
     """`device_loads` of `placement`, the projector (unless text only) and the draft
     model (if any) set aside on their devices and shown in `projector_bytes` and
     `draft_bytes`. The projector is on the GPU llama-server picks for this placement's
-    command (the first GPU it shows), as the plan counts it."""
+    command (the first GPU it shows), and the draft on that command's GPUs and split,
+    as the plan counts them."""
     projector = plan_projector(spec, rig, s, placement_gpus(placement, rig, s))
-    draft = plan_draft(spec, rig, s)
+    draft = plan_draft(spec, rig, s, placement)  # on the GPUs and split of its command
     draft_on = draft.on() if draft is not None else {}
     tally_rig = rig_beside(rig, projector, draft)
     loads = device_loads(placement, spec.geometry, layout, tally_rig, s, kv_layers, cpu_repack)

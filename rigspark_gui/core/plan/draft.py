@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rigspark_gui.core.errors import InvalidModelError
+from rigspark_gui.core.launch import launch_split
 from rigspark_gui.core.memory import WeightsLayout, output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel, Geometry, ModelSpec
 from rigspark_gui.core.placement import DeviceLoad, Placement, auto_place, device_loads
@@ -99,9 +100,13 @@ def draft_loads(
     return tuple(out)
 
 
-def plan_draft(spec: ModelSpec, rig: Rig, s: PlanSettings) -> DraftLoad | None:
+def plan_draft(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, target: Placement | None = None
+) -> DraftLoad | None:
     """The draft model's memory per device under the plan's settings (None: no draft,
-    or an engine that does not take `-md`)."""
+    or an engine that does not take `-md`). The draft takes the target command's GPUs
+    and --tensor-split (`launch_split` of the `target` placement); without a target,
+    every local GPU at the default split, as a plan's first guess."""
     draft = spec.draft
     if draft is None or s.backend is not Backend.LLAMA_CPP:
         # only llama-server's command carries -md: Ollama starts it without one, and the
@@ -111,8 +116,11 @@ def plan_draft(spec: ModelSpec, rig: Rig, s: PlanSettings) -> DraftLoad | None:
     g = draft.spec.geometry
     sd = replace(s, kv_k=draft.kv_k, kv_v=draft.kv_v, quant=draft.quant)
     ngl = g.n_layer + 1 if draft.n_gpu_layers is None else min(draft.n_gpu_layers, g.n_layer + 1)
-    local = list(rig.local_gpus)
-    placement = auto_place(g, rig, sd, ngl=ngl if local else 0, gpu_ids=local)
+    local: list[int] = list(rig.local_gpus)
+    split: tuple[int, ...] | None = None
+    if target is not None:
+        local, split = launch_split(target, rig)
+    placement = auto_place(g, rig, sd, ngl=ngl if local else 0, tensor_split=split, gpu_ids=local)
     layout = weights_layout(draft.spec, draft.quant)
     loads = draft_loads(placement, g, layout, rig, sd)
     bytes_on = tuple(

@@ -184,8 +184,8 @@ def plan(
     s, rig = projector_settings(s, projector), claimed_rig(rig, projector)
     # and so is a draft model's (-md): weights, KV and compute on its own devices
     draft = plan_draft(spec, own_rig, s)
-    draft_on = draft.on() if draft is not None else {}
-    rig = claim(rig, draft_on)
+    held = draft.on() if draft is not None else {}  # what the planning rig sets aside
+    rig = claim(rig, held)
     # the quantization and path first, without ladders or the KV comparison (they do
     # not change the choice); the full plan once the context is settled
     first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
@@ -199,25 +199,54 @@ def plan(
             break
         projector = moved
         s = projector_settings(own_s, projector)
-        rig = claim(claimed_rig(own_rig, projector), draft_on)
+        rig = claim(claimed_rig(own_rig, projector), held)
         first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
+
+    guessed = True  # `held` is still the first guess
+
+    def follow_draft(current: Plan, full: tuple[str, bool]) -> Plan:
+        """The draft as the target's command loads it (its GPUs and split), and the
+        target planned with that set aside (see `_draft_held`)."""
+        nonlocal draft, held, rig, guessed
+        if draft is None or current.placement is None:
+            return current
+        # the first time, `held` is a guess (every GPU at the default split): try the
+        # command's own spread exactly before settling for room enough
+        tried: list[dict[str, int]] = [] if guessed else [held]
+        guessed = False
+        for _ in range(3):
+            draft = plan_draft(spec, own_rig, s, current.placement)
+            assert draft is not None
+            on = draft.on()
+            if on == held or (tried and all(n <= held.get(d, 0) for d, n in on.items())):
+                return current
+            tried.append(on)
+            held = _draft_held(tried)
+            rig = claim(claimed_rig(own_rig, projector), held)
+            current = _plan_resolved(spec, rig, s, speed, full[0], full[1], kv_kld)
+        draft = plan_draft(spec, own_rig, s, current.placement)
+        return current
+
+    first = follow_draft(first, ("none", False))
     shown = next((p for p in first.paths if p.path is first.recommended), None) or first.paths[0]
     quant = shown.quant or spec.available_quants[-1]
     fit, bigger = settle(spec, rig, s, quant, shown.path, first.recommended is not None)
     if bigger is not None:
         # llama.cpp settles on a larger context for this quantization: plan at it
         s = replace(s, context=bigger)
-        if draft is not None:
+        if draft is not None and first.placement is not None:
             # the draft runs at the target's context (-c): its KV grows with it
-            draft = plan_draft(spec, own_rig, s)
-            draft_on = draft.on() if draft is not None else {}
-            rig = claim(claimed_rig(own_rig, projector), draft_on)
+            draft = plan_draft(spec, own_rig, s, first.placement)
+            held = _draft_held([held, draft.on() if draft is not None else {}])
+            rig = claim(claimed_rig(own_rig, projector), held)
     full = kv_pairs != "none" or ladders
     final = (
         _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
         if full or s.context != first.settings.context
         else first
     )
+    final = follow_draft(final, (kv_pairs, ladders))
+    draft_on = draft.on() if draft is not None else {}
     resolved = replace(resolved, context=s.context)
     summary = ""
     if fit is not None:
@@ -253,6 +282,16 @@ def plan(
         draft=draft,
         notes=notes,
     )
+
+
+def _draft_held(tried: list[dict[str, int]]) -> dict[str, int]:
+    """What a plan sets aside for its draft model: the draft's bytes per device as the
+    last target placement's command loads it; once that has moved, the most any try
+    put on each device, so the target planned next leaves room for either (the draft
+    follows the target's split, which can follow the room the draft leaves)."""
+    if len(tried) == 1:
+        return dict(tried[0])
+    return {d: max(t.get(d, 0) for t in tried) for d in set().union(*tried)}
 
 
 def ollama_processor(p: Plan) -> str:
