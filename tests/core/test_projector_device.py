@@ -91,3 +91,21 @@ def test_ranks_memory_counts_the_draft_as_the_plan_does() -> None:
     rec = next(x for x in p.paths if x.path is p.recommended)
     assert rec.breakdown.draft_bytes > 0
     assert (row.path, row.quant, row.required_bytes) == (rec.path, rec.quant, rec.required_bytes)
+
+
+def test_every_path_counts_the_projector_where_its_own_command_puts_it() -> None:
+    # the recommended path runs on a GPU, with the projector there; the CPU-only path's
+    # command hides every GPU, so on that path the projector's weights and compute are
+    # in system memory
+    rig = card()
+    s = settings(quant="Q4_K_M", context=8192)
+    p = plan(gemma27b(), rig, s, None)
+    assert p.projector is not None and p.projector.device == "gpu:0"
+    by = {x.path.value: x for x in p.paths}
+    cpu = by["cpu"]
+    assert cpu.breakdown.projector_bytes >= p.projector.device_bytes
+    rec = next(x for x in p.paths if x.path is p.recommended)
+    assert rec.breakdown.projector_bytes >= p.projector.device_bytes
+    text = replace(s, text_only=True)
+    bare = {x.path.value: x for x in plan(gemma27b(), rig, text, None).paths}
+    assert cpu.required_bytes - bare["cpu"].required_bytes >= p.projector.device_bytes

@@ -35,6 +35,7 @@ from rigspark_gui.core.plan.paths import (
 )
 from rigspark_gui.core.plan.projector import (
     claimed_rig,
+    path_projectors,
     placement_gpus,
     plan_projector,
     projector_settings,
@@ -186,9 +187,19 @@ def plan(
     draft = plan_draft(spec, own_rig, s)
     held = draft.on() if draft is not None else {}  # what the planning rig sets aside
     rig = claim(rig, held)
+
+    def own_rigs() -> dict[PathName, Rig]:
+        """Paths whose command shows llama-server other GPUs than the plan's projector
+        is on (a CPU-only path shows none): planned with the projector where theirs is."""
+        out: dict[PathName, Rig] = {}
+        for name, load in path_projectors(spec, own_rig, own_s).items():
+            if load is not None and projector is not None and load.device != projector.device:
+                out[name] = claim(claimed_rig(own_rig, load), held)
+        return out
+
     # the quantization and path first, without ladders or the KV comparison (they do
     # not change the choice); the full plan once the context is settled
-    first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
+    first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld, own_rigs())
     # llama-server puts the projector on the first GPU its command shows: where the
     # chosen path hides that one, plan again with it there (one truth for plan, loads,
     # command and lanes); twice at most, as moving it can change the path
@@ -200,7 +211,7 @@ def plan(
         projector = moved
         s = projector_settings(own_s, projector)
         rig = claim(claimed_rig(own_rig, projector), held)
-        first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld)
+        first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld, own_rigs())
 
     guessed = True  # `held` is still the first guess
 
@@ -223,7 +234,7 @@ def plan(
             tried.append(on)
             held = _draft_held(tried)
             rig = claim(claimed_rig(own_rig, projector), held)
-            current = _plan_resolved(spec, rig, s, speed, full[0], full[1], kv_kld)
+            current = _plan_resolved(spec, rig, s, speed, full[0], full[1], kv_kld, own_rigs())
         draft = plan_draft(spec, own_rig, s, current.placement)
         return current
 
@@ -241,7 +252,7 @@ def plan(
             rig = claim(claimed_rig(own_rig, projector), held)
     full = kv_pairs != "none" or ladders
     final = (
-        _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld)
+        _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld, own_rigs())
         if full or s.context != first.settings.context
         else first
     )
@@ -260,7 +271,9 @@ def plan(
     if s.backend is Backend.OLLAMA and final.device_loads:
         summary = f"{summary}; `ollama ps` would show {ollama_processor(final)}".lstrip("; ")
     loads = with_projector(final.device_loads, projector, own_rig)
-    paths = with_projector_paths(final.paths, projector)
+    paths = with_projector_paths(
+        final.paths, projector, path_projectors(spec, own_rig, own_s), final.recommended
+    )
     fit = with_projector_fit(fit, projector)
     notes = final.notes
     if projector is not None and not projector.compute_known:
@@ -312,11 +325,22 @@ def _plan_resolved(
     kv_pairs: str,
     ladders: bool,
     kv_kld: Mapping[str, float] | None,
+    path_rigs: Mapping[PathName, Rig] | None = None,
 ) -> Plan:
-    """plan() for settings whose engine defaults are resolved."""
+    """plan() for settings whose engine defaults are resolved. `path_rigs`: paths planned
+    on a rig of their own (what loads beside the model sits elsewhere on them)."""
     ctx = FitContext(spec.geometry, rig, s)
     cands = model_paths(spec, rig, s.backend)
-    results = [plan_path(spec, rig, s, speed, c, ctx, full_ladder=ladders) for c in cands]
+    own = path_rigs or {}
+    results = [
+        plan_path(spec, rig, s, speed, c, ctx, full_ladder=ladders)
+        if c.name not in own
+        else plan_path(
+            spec, own[c.name], s, speed, c, FitContext(spec.geometry, own[c.name], s),
+            full_ladder=ladders,
+        )
+        for c in cands
+    ]  # fmt: skip
     paths = tuple(r[0] for r in results)
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]

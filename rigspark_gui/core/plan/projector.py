@@ -16,7 +16,7 @@ weights + 1 GiB (`launch.ollama_fit_margin`); llama-server's own addition still 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidModelError
@@ -26,7 +26,7 @@ from rigspark_gui.core.memory import ProjectorLoad, projector_load
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.placement import DeviceLoad, Placement, gpu_device
 from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside, paths_beside
-from rigspark_gui.core.plan.paths import PathPlan
+from rigspark_gui.core.plan.paths import PathName, PathPlan, model_paths
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import DEFAULT_FIT_TARGET_MIB, Backend, PlanSettings
 
@@ -128,8 +128,31 @@ def with_projector_fit(fit: FitOutcome | None, load: ProjectorLoad | None) -> Fi
     return fit_beside(fit, {d: b for d, b in on.items() if d != CPU}, margin=True)
 
 
+def path_projectors(
+    spec: ModelSpec, rig: Rig, s: PlanSettings
+) -> dict[PathName, ProjectorLoad | None]:
+    """The projector on each path as that path's command would load it: on the first GPU
+    the command shows (a CPU-only path's command shows none: on the CPU)."""
+    out: dict[PathName, ProjectorLoad | None] = {}
+    for c in model_paths(spec, rig, s.backend):
+        local = [i for i in c.gpu_ids if i in rig.local_gpus]
+        out[c.name] = plan_projector(spec, rig, s, placement_gpus(local, rig, s))
+    return out
+
+
 def with_projector_paths(
-    paths: tuple[PathPlan, ...], load: ProjectorLoad | None
+    paths: tuple[PathPlan, ...],
+    load: ProjectorLoad | None,
+    per_path: Mapping[PathName, ProjectorLoad | None] | None = None,
+    recommended: PathName | None = None,
 ) -> tuple[PathPlan, ...]:
-    """Each path's required and usable memory with the projector counted where it runs."""
-    return paths_beside(paths, projector_bytes_on(load), "projector_bytes")
+    """Each path's required and usable memory with the projector counted where it runs:
+    the plan's `load` on the recommended path (and where the path's own is on the same
+    device), the path's own (`per_path`) elsewhere."""
+    out: list[PathPlan] = []
+    for p in paths:
+        own = (per_path or {}).get(p.path, load)
+        if p.path is recommended or own is None or load is None or own.device == load.device:
+            own = load
+        out.extend(paths_beside((p,), projector_bytes_on(own), "projector_bytes"))
+    return tuple(out)
