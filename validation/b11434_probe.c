@@ -3,7 +3,7 @@
  * allocates or maps: llama.cpp prints them in MiB with two decimals only. The build's
  * binaries are static, so LD_PRELOAD cannot reach ggml; the linker's --wrap does.
  *
- *   b11434_probe measure MODEL N_CTX N_SEQ TYPE_K TYPE_V FLASH_ATTN [N_RS_SEQ [UNIFIED]]
+ *   b11434_probe measure MODEL N_CTX N_SEQ TYPE_K TYPE_V FLASH_ATTN [N_RS_SEQ [UNIFIED [SWA_FULL]]]
  *   b11434_probe quantize SRC DST FTYPE
  *
  * Each buffer appears as "RSBUF alloc <buffer type> <bytes>" (or "RSBUF mapped host
@@ -66,6 +66,8 @@ static int measure(int argc, char ** argv) {
     cp.flash_attn_type = atoi(argv[7]) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.n_rs_seq = argc > 8 ? (uint32_t) atoi(argv[8]) : 0;
     cp.kv_unified = argc > 9 && atoi(argv[9]) != 0;
+    /* the C API defaults to a full-size SWA cache; llama-server and llama-cli do not */
+    if (argc > 10) cp.swa_full = atoi(argv[10]) != 0;
     cp.n_threads = 2;
     cp.n_threads_batch = 2;
     struct llama_context * ctx = llama_init_from_model(model, cp);

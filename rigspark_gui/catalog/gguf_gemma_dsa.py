@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from rigspark_gui.catalog.gguf_dsv4 import DSV4_ARCHS, dsv4_fields
 from rigspark_gui.catalog.gguf_header import RawTensor
 from rigspark_gui.catalog.gguf_hybrid import trunk_layers
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # gguf_geometry calls in here
 __all__ = ["DSA_ARCHS", "GEMMA_DSA_ARCHS", "MTP_SKIP_ARCHS", "gemma_dsa_fields"]
 
 DSA_ARCHS = frozenset({"deepseek32", "glm-dsa"})
-GEMMA_DSA_ARCHS = frozenset({"gemma4", "gemma3n"}) | DSA_ARCHS
+GEMMA_DSA_ARCHS = frozenset({"gemma4", "gemma3n"}) | DSA_ARCHS | DSV4_ARCHS  # V4: gguf_dsv4.py
 # loaders that skip their MTP blocks unless asked to draft with them (TENSOR_SKIP on every
 # tensor of the block in deepseek2.cpp and glm4-moe.cpp; all but the router bias in the
 # DSA loaders) and keep them out of the main context's KV cache
@@ -59,6 +60,8 @@ def gemma_dsa_fields(
     """`fields` (read as for any architecture) completed for `arch`."""
     p = arch + "."
     n_layer = fields["n_layer"]
+    if arch in DSV4_ARCHS:
+        return dsv4_fields(m, arch, fields)
     if arch in ("gemma4", "gemma3n"):
         ff = m.int_or_layers(p + "feed_forward_length", n_layer, 0)
         if isinstance(ff, list):

@@ -8,7 +8,9 @@ Which layers are recurrent:
 - nemotron_h / nemotron_h_moe: no KV heads and no FFN (`head_count_kv` and
   `feed_forward_length` are per-layer arrays: attention layers have KV heads, FFN/MoE
   layers an FFN width);
-- granitehybrid / lfm2 / lfm2moe: no KV heads.
+- granitehybrid / lfm2 / lfm2moe: no KV heads;
+- kimi-linear: no KV heads (its KDA layers); the MLA layers keep the logical heads
+  read_geometry gives MLA files, and the KDA head size is `kda.head_dim`.
 
 MTP blocks (`nextn_predict_layers`, after the trunk) are skipped by the loader unless MTP
 drafting is on: the Geometry keeps them as placement slots (`n_layer_nextn`: -ngl counts
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rigspark_gui.core.memory import HYBRID_ARCHS
+from rigspark_gui.core.memory import HYBRID_ARCHS, KDA_ARCHS
 
 if TYPE_CHECKING:  # gguf_geometry calls in here
     from rigspark_gui.catalog.gguf_geometry import Metadata
@@ -50,6 +52,10 @@ def hybrid_fields(m: Metadata, arch: str, fields: dict[str, Any]) -> dict[str, A
     n_all = m.required_int(p + "block_count")
     n_layer = trunk_layers(m, arch)
     kv = _per_layer(m, p + "attention.head_count_kv", n_all, fields["n_head_kv"])
+    if arch in KDA_ARCHS:  # the loader requires the MLA keys and the KDA head size
+        for key in ("attention.key_length_mla", "attention.kv_lora_rank", "kda.head_dim"):
+            m.required_int(p + key)
+        kv = list(fields["n_head_kv_per_layer"] or [fields["n_head_kv"]] * n_all)
     kv[n_layer:] = [0] * (n_all - n_layer)  # MTP blocks: no KV in the main context
     ff = _per_layer(m, p + "feed_forward_length", n_all, 0)
     if arch in _DELTANET:
@@ -82,4 +88,8 @@ def hybrid_fields(m: Metadata, arch: str, fields: dict[str, Any]) -> dict[str, A
     out["ssm_n_group"] = m.integer(p + "ssm.group_count", 0)
     out["shortconv_l_cache"] = m.integer(p + "shortconv.l_cache", 0)
     out["moe_latent_size"] = m.integer(p + "moe_latent_size", 0)
+    out["kda_head_dim"] = m.integer(p + "kda.head_dim", 0)
+    if arch in KDA_ARCHS:  # n_embd_head_v as llama.cpp reads it (n_embd / n_head without it)
+        default_v = fields["n_embd"] // fields["n_head"] if fields["n_head"] else 0
+        out["kda_value_length"] = m.integer(p + "attention.value_length", default_v)
     return out

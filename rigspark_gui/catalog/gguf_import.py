@@ -85,7 +85,6 @@ _UNSUPPORTED_ARCHS = frozenset(
         "jamba",
         "falcon-h1",
         "plamo2",
-        "kimi-linear",
         "t5",
         "t5encoder",
         "bert",

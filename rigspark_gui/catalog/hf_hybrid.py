@@ -11,6 +11,14 @@
   mamba_head_dim, time-step rank = mamba_num_heads; MoE when `num_experts_per_tok` is set
   (architecture nemotron_h_moe); the vocabulary padded to a multiple of 8.
 
+- Kimi Linear (`kimi_linear`): conversion/kimi_linear.py, KimiLinearModel: MLA layers are
+  `linear_attn_config.full_attn_layers` (1-based), the others KDA with
+  `linear_attn_config.head_dim` and `short_conv_kernel_size`; MLA per-head K is
+  qk_nope_head_dim + qk_rope_head_dim, V v_head_dim; routed experts after
+  `first_k_dense_replace` dense layers, `num_shared_experts` x moe_intermediate_size wide
+  shared expert. The b11434 loader runs KDA with num_attention_heads heads and never reads
+  q_lora_rank: a config that needs either otherwise is refused.
+
 MTP blocks (`mtp_num_hidden_layers`; Nemotron's `num_nextn_predict_layers` with experts)
 are written after the trunk by default: placement slots (`n_layer_nextn`) that llama.cpp
 skips at load unless drafting with them. Qwen3-Next's config does not state its MTP block
@@ -35,6 +43,7 @@ HF_HYBRID_TYPES = {
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",
     "nemotron_h": "nemotron_h",
+    "kimi_linear": "kimi-linear",
 }
 _HI = 1 << 24
 _NEMOTRON_KINDS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
@@ -167,6 +176,60 @@ def _nemotron(c: _Fields, tied: bool) -> dict[str, Any]:
     return fields
 
 
+def _kimi(c: _Fields, tied: bool) -> dict[str, Any]:
+    n_layer, n_head = c.int("num_hidden_layers"), c.int("num_attention_heads")
+    lin = c.data.get("linear_attn_config")
+    if not isinstance(lin, dict):
+        raise c.fail(f"missing field {c.prefix}linear_attn_config")
+    la = _Fields(lin, c.fname, c.prefix + "linear_attn_config.")
+    full = lin.get("full_attn_layers")
+    if not isinstance(full, list) or not all(isinstance(i, int) for i in full):
+        raise c.fail(f"field {la.prefix}full_attn_layers must list layer numbers")
+    if la.int("num_heads", n_head) != n_head:
+        raise c.fail("KDA heads other than num_attention_heads: llama.cpp cannot load it")
+    if c.data.get("q_lora_rank") is not None:
+        raise c.fail("q_lora_rank is set: llama.cpp's kimi-linear loader has no Q compression")
+    attn = {i - 1 for i in full}  # 1-based, as the converter reads them
+    rope, experts = c.int("qk_rope_head_dim"), c.int("moe_intermediate_size")
+    shared = c.int("num_shared_experts", 0)
+    ctx = next((c.int(k) for k in _KIMI_CTX if c.data.get(k) is not None), None)
+    used = "num_experts_per_tok" if "num_experts_per_tok" in c.data else "num_experts_per_token"
+    if ctx is None:
+        raise c.fail(f"missing field {c.prefix}max_position_embeddings")
+    return {
+        "architecture": "kimi-linear",
+        "n_layer": n_layer,
+        "n_embd": c.int("hidden_size"),
+        "n_head": n_head,
+        "n_head_kv": n_head,  # MLA: the logical heads, as the GGUF importer gives them
+        "n_head_kv_per_layer": tuple(n_head if i in attn else 0 for i in range(n_layer)),
+        "head_dim_k": c.int("qk_nope_head_dim") + rope,
+        "head_dim_v": c.int("v_head_dim"),
+        "kv_lora_rank": c.int("kv_lora_rank"),
+        "rope_head_dim": rope,
+        "n_vocab": c.int("vocab_size"),
+        "n_ff": c.int("intermediate_size"),
+        "tied_embeddings": tied,
+        "n_expert": c.int("num_experts"),
+        "n_expert_used": c.int(used),
+        "n_ff_expert": experts,
+        "n_shared_expert": shared,
+        "n_ff_shared_expert": experts * shared,
+        "n_dense_lead": c.int("first_k_dense_replace", 0),
+        "recurrent_layers": tuple(i for i in range(n_layer) if i not in attn),
+        "ssm_d_conv": la.int("short_conv_kernel_size"),
+        "kda_head_dim": la.int("head_dim"),
+        # the converter's value_length: head_dim, else llama.cpp's n_embd / n_head
+        "kda_value_length": c.int("head_dim", c.int("hidden_size") // max(n_head, 1)),
+        "context_length": ctx,
+    }
+
+
+# the converter's context keys, first found wins (TextModel.set_gguf_parameters)
+_KIMI_CTX = ("max_position_embeddings", "n_ctx", "n_positions", "max_length",
+             "max_sequence_length", "model_max_length")  # fmt: skip
+
+
 def hybrid_config_geometry(top: dict[str, Any], model_type: str, fname: str) -> Geometry:
     """The Geometry of a hybrid model's config.json (HF_HYBRID_TYPES)."""
     inner = top.get("text_config")
@@ -174,7 +237,10 @@ def hybrid_config_geometry(top: dict[str, Any], model_type: str, fname: str) -> 
     c = _Fields(data, fname, prefix)
     tied = c.flag("tie_word_embeddings", _Fields(top, fname, "").flag("tie_word_embeddings", False))
     arch = HF_HYBRID_TYPES[model_type]
-    fields = _nemotron(c, tied) if arch == "nemotron_h" else _qwen(c, arch, tied)
+    if arch == "kimi-linear":
+        fields = _kimi(c, tied)
+    else:
+        fields = _nemotron(c, tied) if arch == "nemotron_h" else _qwen(c, arch, tied)
     try:
         record: Geometry = GeometryFile(**fields).to_record()
     except ValueError as exc:  # pydantic's ValidationError, or fields that disagree

@@ -14,6 +14,7 @@ are unwrapped or renamed, as llama.cpp b11434's converter maps them.
   conversion/mistral3.py converts it as `mistral4`, whose loader is deepseek2's.
 - `seed_oss`, `apertus`: the plain dense fields under their own architecture.
 - `minimax_m2`: experts as wide as intermediate_size on every layer (conversion/minimax.py).
+- `deepseek_v4` (DeepSeek V4): the plain dense fields plus hf_dsv4.py's.
 - `ernie4_5_moe`: moe_num_experts / moe_k / moe_intermediate_size, experts from
   moe_layer_start_index on, shared experts of intermediate_size / num_key_value_heads
   (conversion/ernie.py writes that width as expert_shared_feed_forward_length).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigspark_gui.catalog.hf_dsv4 import dsv4_config
 from rigspark_gui.core.errors import ModelImportError
 
 __all__ = ["HF_MORE_TYPES", "more_config"]
@@ -41,6 +43,7 @@ HF_MORE_TYPES: dict[str, tuple[str, str]] = {
     "apertus": ("llama", "apertus"),
     "minimax_m2": ("mixtral", "minimax-m2"),
     "ernie4_5_moe": ("llama", "ernie4_5-moe"),
+    "deepseek_v4": ("llama", "deepseek4"),
 }
 _WRAPPED = frozenset({"mistral3", "qwen3_vl", "qwen3_vl_moe"})
 _HI = 1 << 24
@@ -96,6 +99,8 @@ def more_config(
                 "n_layer_nextn": nextn,
                 "n_head_kv_per_layer": (n_head,) * n_layer + (0,) * nextn,
             }
+    if model_type == "deepseek_v4":
+        data, extra = dsv4_config(data, fname)
     if model_type == "olmo3":
         window = _int(data, "sliding_window", fname, 0)
         types = data.get("layer_types")

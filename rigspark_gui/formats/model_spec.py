@@ -78,6 +78,11 @@ class Geometry(Boundary):
     ssm_dt_rank: int = Field(default=0, ge=0, le=1 << 14, description="value (time-step) heads")
     ssm_n_group: int = Field(default=0, ge=0, le=1 << 14, description="groups (key heads)")
     shortconv_l_cache: int = Field(default=0, ge=0, le=64, description="LFM2 conv length")
+    # Kimi Linear
+    kda_head_dim: int = Field(default=0, ge=0, le=4096, description="Kimi KDA head size")
+    kda_value_length: int = Field(
+        default=0, ge=0, le=65536, description="Kimi: the file's value_length (head_dim)"
+    )
     n_ff_per_layer: tuple[int, ...] | None = Field(
         default=None, description="FFN width of each layer where it differs; 0 = no FFN"
     )
@@ -103,6 +108,14 @@ class Geometry(Boundary):
     n_layer_nextn: int = Field(
         default=0, ge=0, le=16, description="MTP blocks at the end: no KV, skipped at load"
     )
+    # DeepSeek V4
+    compress_ratios: tuple[int, ...] | None = Field(
+        default=None, description="KV compression ratio per layer (0, 4 or 128)"
+    )
+    hc_mult: int = Field(default=0, ge=0, le=64, description="hyper-connection streams")
+    o_groups: int = Field(default=0, ge=0, le=4096, description="output projection groups")
+    o_lora_rank: int = Field(default=0, ge=0, le=65536, description="output LoRA rank")
+    n_hash_layers: int = Field(default=0, ge=0, le=4096, description="hash-routed layers")
     context_length: int = Field(gt=0, le=1 << 24, description="trained context, tokens")
 
 

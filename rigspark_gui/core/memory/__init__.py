@@ -3,7 +3,13 @@ rules and the CPU repack copy), the KV cache and the compute buffers.
 
 The public face of memory sizing; other packages import from here only."""
 
-from rigspark_gui.core.memory.arch_hybrid import HYBRID_ARCHS, ROLLBACK_ARCHS, state_rows
+from rigspark_gui.core.memory.arch_hybrid import (
+    HYBRID_ARCHS,
+    ROLLBACK_ARCHS,
+    STATE_PASSES,
+    state_rows,
+)
+from rigspark_gui.core.memory.arch_kimi import KDA_ARCHS
 from rigspark_gui.core.memory.compute_buffer import (
     PIPELINE_COPIES,
     device_compute_bytes,
@@ -11,6 +17,7 @@ from rigspark_gui.core.memory.compute_buffer import (
     output_buffer_bytes,
     pipeline_copies,
 )
+from rigspark_gui.core.memory.compute_coverage import compute_note
 from rigspark_gui.core.memory.kv_cache import (
     kv_bytes_per_layer,
     kv_bytes_per_token,
@@ -51,16 +58,19 @@ from rigspark_gui.core.memory.weights import (
 
 __all__ = [
     "HYBRID_ARCHS",
+    "KDA_ARCHS",
     "LOAD_FLAG_BACKENDS",
     "NO_MMAP_FLAG",
     "NO_REPACK_FLAG",
     "PIPELINE_COPIES",
     "ROLLBACK_ARCHS",
+    "STATE_PASSES",
     "CpuLoading",
     "ProjectorLoad",
     "RepackBytes",
     "TensorRow",
     "WeightsLayout",
+    "compute_note",
     "cpu_repack_bytes",
     "device_compute_bytes",
     "file_bytes_estimate",

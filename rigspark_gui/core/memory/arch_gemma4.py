@@ -183,6 +183,8 @@ _KEPT_16BIT = (
 def unquantized_type(name: str) -> str:
     """The type of a tensor llama-quantize does not quantize: F16 for the 16-bit
     matrices above, F32 for norms, routers, biases and scales."""
+    if name.endswith("ffn_gate_tid2eid.weight"):
+        return "I32"  # DeepSeek V4's token -> expert routing table
     return "F16" if name.endswith(_KEPT_16BIT) else "F32"
 
 

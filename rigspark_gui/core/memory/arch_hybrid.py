@@ -11,6 +11,7 @@ recurrent state (src/llama-memory-recurrent.cpp).
 - `granitehybrid` (Mamba-2): Mamba-2 or attention, then an FFN or MoE in every block.
 - `lfm2`, `lfm2moe`: short gated convolutions (a conv state of n_embd x (L - 1)) or
   attention, then an FFN or MoE.
+- `kimi-linear`: Kimi Delta Attention or MLA, then an FFN or MoE (arch_kimi.py).
 
 MTP / NextN blocks after the trunk (`n_layer_nextn`) are skipped at load unless MTP
 drafting is asked for (`TENSOR_SKIP` without `load_mtp`): they stay placement slots (-ngl
@@ -19,6 +20,7 @@ counts them) with no tensors, KV or state.
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.arch_kimi import KDA_ARCHS, kimi_block_tensors
 from rigspark_gui.core.model import Geometry
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "MAMBA2_ARCHS",
     "ROLLBACK_ARCHS",
     "SHORTCONV_ARCHS",
+    "STATE_PASSES",
     "hybrid_block_tensors",
     "hybrid_output_norm",
     "state_rows",
@@ -35,12 +38,20 @@ __all__ = [
 DELTANET_ARCHS = frozenset({"qwen35", "qwen35moe", "qwen3next"})
 MAMBA2_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe", "granitehybrid"})
 SHORTCONV_ARCHS = frozenset({"lfm2", "lfm2moe"})
-HYBRID_ARCHS = DELTANET_ARCHS | MAMBA2_ARCHS | SHORTCONV_ARCHS
+# Kimi Linear (KDA + MLA): core/memory/arch_kimi.py
+HYBRID_ARCHS = DELTANET_ARCHS | MAMBA2_ARCHS | SHORTCONV_ARCHS | KDA_ARCHS
 # llm_arch_supports_rs_rollback (src/llama-arch.cpp): state rows per sequence grow with
 # the draft length of MTP / EAGLE3 / DFlash drafting (common.h need_n_rs_seq)
 ROLLBACK_ARCHS = frozenset(
     {"qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe"}
 )
+
+# Passes over one sequence's state per decoded token: each recurrent layer reads its conv
+# and ssm / delta-rule state rows (build_rs in src/llama-graph.cpp) and writes the updated
+# rows back (the ggml_cpy into get_r_l / get_s_l in src/models/delta-net-base.cpp,
+# mamba-base.cpp, lfm2.cpp). The gather's contiguous copy and the op's own output are
+# intermediates of the compute buffer, not counted.
+STATE_PASSES = 2
 
 _Tensors = list[tuple[str, tuple[int, ...]]]
 
@@ -217,4 +228,6 @@ def hybrid_block_tensors(g: Geometry, il: int) -> _Tensors:
         return _granite(g, p, il)
     if arch in SHORTCONV_ARCHS:
         return _lfm2(g, p, il)
+    if arch in KDA_ARCHS:
+        return kimi_block_tensors(g, il)
     raise ValueError(f"not a hybrid architecture: {arch}")

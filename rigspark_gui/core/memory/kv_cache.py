@@ -24,9 +24,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.memory.arch_dsa import dsa_indexer_row_bytes
+from rigspark_gui.core.memory.arch_dsv4 import (
+    DSV4_ARCHS,
+    dsv4_layer_kv_bytes,
+    dsv4_raw_row_bytes,
+)
 from rigspark_gui.core.memory.arch_gemma4 import v_width_max
 from rigspark_gui.core.memory.arch_hybrid import state_rows
+from rigspark_gui.core.memory.arch_kimi import KDA_ARCHS, kimi_kv_refusal
 from rigspark_gui.core.model import Geometry, KvCacheType, kv_row_bytes
 from rigspark_gui.core.settings import KV_PAD, Backend, PlanSettings
 
@@ -79,9 +86,13 @@ def kv_row_pair_bytes(
     the layer's own (Gemma 4's sliding layers differ); a DSA model adds its indexer key.
     `v_trans` (no flash attention): llama.cpp stores V transposed with every layer's row
     as wide as the widest layer's (n_embd_v_gqa_max, src/llama-kv-cache.cpp)."""
+    if g.architecture in KDA_ARCHS and (why := kimi_kv_refusal(g, k, v)):
+        raise InvalidSettingsError(why)  # llama.cpp refuses the context
     heads = g.kv_heads(layer)
     if heads == 0 or not g.owns_kv(layer):  # recurrent, KV-less, NextN or shared-KV layers
         return 0
+    if g.architecture in DSV4_ARCHS:  # the raw window's K (compressed caches: layer_kv_bytes)
+        return dsv4_raw_row_bytes(g, layer, k)
     if g.is_mla:
         latent = (g.kv_lora_rank or 0) + (g.rope_head_dim or 0)
         return kv_row_bytes(k, latent) + dsa_indexer_row_bytes(g, layer, k)
@@ -110,6 +121,8 @@ def state_total_bytes(g: Geometry, s: PlanSettings) -> int:
 
 
 def layer_kv_bytes(g: Geometry, layer: int, s: PlanSettings) -> int:
+    if g.architecture in DSV4_ARCHS and s.backend is not Backend.VLLM:
+        return dsv4_layer_kv_bytes(g, layer, s)  # window, compressed caches and states
     v_trans = not s.flash_attn and s.backend is not Backend.VLLM
     return kv_row_pair_bytes(g, layer, s.kv_k, s.kv_v, v_trans) * kv_cells(
         g, layer, s

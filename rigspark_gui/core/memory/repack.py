@@ -33,7 +33,12 @@ REPACK_TYPES: dict[str, frozenset[str]] = {
     "neon_dotprod": frozenset({"Q4_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "MXFP4", "Q8_0"}),
 }
 # Tensors read by ops other than MUL_MAT/MUL_MAT_ID (llm_tensor_info_for): never repacked.
-_NOT_MATMUL = ("token_embd.", "_norm.", ".bias", "ffn_gate_inp.", "attn_sinks", "rope_")
+# DeepSeek V4: the compressors' positional tables (_ape) are GET_ROWS operands, and
+# attn_output_a, 2-D in the file, is loaded reshaped to 3-D (TENSOR_ALLOW_RESHAPE)
+_NOT_MATMUL: tuple[str, ...] = (
+    *("token_embd.", "_norm.", ".bias", "ffn_gate_inp.", "attn_sinks", "rope_"),
+    *("_ape.", "attn_output_a."),
+)
 
 
 class RepackBytes(NamedTuple):

@@ -15,6 +15,12 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigspark_gui.core.memory.arch_dsa import DSA_ARCHS, dsa_block_tensors
+from rigspark_gui.core.memory.arch_dsv4 import (
+    DSV4_ARCHS,
+    dsv4_block_tensors,
+    dsv4_global_tensors,
+    dsv4_layer_keys,
+)
 from rigspark_gui.core.memory.arch_gemma4 import (
     GEMMA_PLE_ARCHS,
     gemma_block_tensors,
@@ -63,6 +69,8 @@ def block_tensors(g: Geometry, il: int) -> list[tuple[str, tuple[int, ...]]]:
         return gemma_block_tensors(g, il)
     if g.architecture in DSA_ARCHS:
         return dsa_block_tensors(g, il)
+    if g.architecture in DSV4_ARCHS:
+        return dsv4_block_tensors(g, il)
     if g.architecture in MORE_ARCHS:
         return more_block_tensors(g, il)
     if il >= g.n_layer - g.n_layer_nextn:
@@ -155,6 +163,8 @@ def layer_keys(g: Geometry) -> tuple[tuple[bool, int, bool, int], ...]:
     layer by layer)."""
     if g.architecture in GEMMA_PLE_ARCHS:
         return gemma_layer_keys(g)
+    if g.architecture in DSV4_ARCHS:
+        return dsv4_layer_keys(g)
     uniform_moe = not g.is_moe or (g.n_dense_lead == 0 and g.moe_every <= 1)
     if not g.recurrent_layers and g.n_head_kv_per_layer is None and uniform_moe:
         return ((False, g.n_head_kv, g.is_moe, 0),) * g.n_layer
@@ -233,6 +243,11 @@ def global_tensors(g: Geometry) -> _Shapes:
         ("token_embd.weight", (g.n_embd, g.n_vocab), TensorGroup.INPUT, None),
         *((n, sh, grp, None) for n, sh, grp in gemma_global_tensors(g)),
         (hybrid_output_norm(g), (g.n_embd,), TensorGroup.OUTPUT, None),
+        *(
+            (n, s, TensorGroup.OUTPUT, None)
+            for n, s in dsv4_global_tensors(g)
+            if g.architecture in DSV4_ARCHS
+        ),
         *((n, s, TensorGroup.OUTPUT, None) for n, s in head),
     )
 

@@ -78,6 +78,12 @@ class Geometry:
     ssm_n_group: int = 0
     # LFM2 short-convolution cache length (hparams.n_shortconv_l_cache)
     shortconv_l_cache: int = 0
+    # Kimi Linear: KDA (Kimi Delta Attention) head size (hparams.n_embd_head_kda); its
+    # recurrent layers use n_head heads of it
+    kda_head_dim: int = 0
+    # and the file's attention.value_length (config.json's head_dim), which its MLA graph
+    # does not use but llama.cpp checks a quantized V cache's block against (0: unknown)
+    kda_value_length: int = 0
     # FFN width of each layer where it differs (Nemotron-H: 0 on Mamba and attention layers)
     n_ff_per_layer: tuple[int, ...] | None = None
     # Nemotron 3 latent MoE: experts work at this width (hparams.moe_latent_size)
@@ -104,6 +110,14 @@ class Geometry:
     # MTP / NextN blocks at the end of n_layer (hparams.n_layer_nextn): each a placement
     # slot (-ngl counts them), but without KV and skipped at load unless drafting with them
     n_layer_nextn: int = 0
+    # DeepSeek V4 (deepseek4, hparams.dsv4_*): each layer's KV compression ratio (0: the
+    # sliding window alone, 4: CSA with a lightning indexer, 128: HCA), hyper-connection
+    # streams, the grouped low-rank output projection and the hash-routed leading layers
+    compress_ratios: tuple[int, ...] | None = None
+    hc_mult: int = 0
+    o_groups: int = 0
+    o_lora_rank: int = 0
+    n_hash_layers: int = 0
     # trained context, tokens
     context_length: int
 
@@ -120,6 +134,8 @@ class Geometry:
             raise ValueError("sliding_window and swa_pattern go together")
         if self.n_ff_per_layer is not None and len(self.n_ff_per_layer) != self.n_layer:
             raise ValueError("n_ff_per_layer must list one value per layer")
+        if self.compress_ratios is not None and len(self.compress_ratios) != self.n_layer:
+            raise ValueError("compress_ratios must list one value per layer")
         if self.recurrent_layers and not (self.recurrent_r_values or self.recurrent_s_values):
             r, s = self.state_values()
             object.__setattr__(self, "recurrent_r_values", r)
@@ -131,6 +147,10 @@ class Geometry:
         layer: llama.cpp's hparams.n_embd_r() and n_embd_s() (src/llama-hparams.cpp)."""
         if self.shortconv_l_cache:  # LFM2: the last L-1 inputs of the short convolution
             return self.n_embd * (self.shortconv_l_cache - 1), 0
+        if self.kda_head_dim:  # Kimi KDA: Q, K and V conv states; a head_dim^2 state per head
+            d_inner = self.n_head * self.kda_head_dim
+            conv = self.ssm_d_conv - 1 if self.ssm_d_conv > 0 else 3
+            return 3 * conv * d_inner, self.kda_head_dim * self.kda_head_dim * self.n_head
         width = self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state
         return max(self.ssm_d_conv - 1, 0) * width, self.ssm_d_state * self.ssm_d_inner
 

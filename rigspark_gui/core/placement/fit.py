@@ -16,10 +16,12 @@ from typing import NamedTuple
 
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import (
+    STATE_PASSES,
     RepackBytes,
     WeightsLayout,
     device_compute_bytes,
     host_compute_bytes,
+    kv_bytes_per_layer,
     kv_cells,
     kv_row_pair_bytes,
     output_buffer_bytes,
@@ -87,7 +89,16 @@ def _cells(g: Geometry, s: PlanSettings) -> tuple[int, int]:
 
 def kv_total_fast(g: Geometry, s: PlanSettings) -> int:
     """kv_cache.kv_total_bytes from the cached per-layer tables (what planning uses)."""
+    exact = _exact_kv(g, s)
+    if exact is not None:
+        return exact[-1]
     return _kv_total(_layer_tables(g, s.kv_k, s.kv_v), _shape(g, s), s)
+
+
+def _exact_kv(g: Geometry, s: PlanSettings) -> tuple[int, ...] | None:
+    """Prefix sums of each layer's exact KV where the tables cannot say it: DeepSeek V4's
+    compressed caches and compressor states follow neither cell count."""
+    return _prefix(kv_bytes_per_layer(g, s)) if g.compress_ratios is not None else None
 
 
 def _kv_total(t: _LayerTables, shape: _Shape, s: PlanSettings) -> int:
@@ -179,6 +190,9 @@ class FitContext:
         self.full_cells, self.swa_cells = shape.full_cells, shape.swa_cells
         self.rec_scale = 4 * s.parallel
         self.kv_total = _kv_total(self.tables, shape, s)
+        self.kv_exact = _exact_kv(g, s)
+        if self.kv_exact is not None:
+            self.kv_total = self.kv_exact[-1]
         self.output_buffer = shape.output_buffer
         self._compute_cache = shape.compute
         self._capacity: dict[str, tuple[int, int]] = {}
@@ -264,6 +278,8 @@ class FitEvaluator:
         self._device_capacity = ctx.device_capacity
 
     def _kv(self, lo: int, hi: int) -> int:
+        if self.ctx.kv_exact is not None:
+            return self.ctx.kv_exact[hi] - self.ctx.kv_exact[lo]
         t = self._t
         return (
             (t.full_rows[hi] - t.full_rows[lo]) * self._full_cells
@@ -361,13 +377,20 @@ class FitEvaluator:
         return result
 
     def read_bytes(
-        self, ranges: Sequence[tuple[str, int, int]], depth: int, cpu_experts: int = 0
+        self,
+        ranges: Sequence[tuple[str, int, int]],
+        depth: int,
+        cpu_experts: int = 0,
+        *,
+        state: bool = True,
     ) -> dict[str, float]:
         """Bytes each device streams per decode step at `depth` tokens (experts: active
-        share only, in system memory for blocks below `cpu_experts`); the fast twin of
-        throughput.bytes_read_per_token."""
+        share only, in system memory for blocks below `cpu_experts`; with `state`, the
+        recurrent state read and written back); the fast twin of
+        speed.bytes_read_per_token."""
         n = self.g.n_layer
         t = self._t
+        passes = 4 * STATE_PASSES if state else 0  # f32 values, read and written
         frac = self.layout.expert_fraction_active
         full = min(depth, self._full_cells)
         swa = min(depth, self._swa_cells)
@@ -380,6 +403,7 @@ class FitEvaluator:
                 b += self._w[hi] - self._w[lo] - experts + experts * frac
                 b += (t.full_rows[hi] - t.full_rows[lo]) * full
                 b += (t.swa_rows[hi] - t.swa_rows[lo]) * swa
+                b += (t.recurrent[hi] - t.recurrent[lo]) * passes
             if end > n:
                 b += self.layout.output_bytes + self.layout.tied_head_bytes
             read[d] = read.get(d, 0.0) + b

@@ -67,7 +67,7 @@ def plan_path(
     if fits and search.speed is not None:
         throughput = search.speed
         prefill = estimate_prefill_reads(
-            shown.ev.read_bytes(shown.ranges, 0, shown.cpu_experts),
+            shown.ev.read_bytes(shown.ranges, 0, shown.cpu_experts, state=False),
             layers_in_ranges(shown.ranges, g.n_layer),
             shown.layout,
             rig,

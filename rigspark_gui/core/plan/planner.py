@@ -17,7 +17,7 @@ from rigspark_gui.core.launch import (
     rpc_launch,
     serving_launch,
 )
-from rigspark_gui.core.memory import ProjectorLoad, state_total_bytes
+from rigspark_gui.core.memory import ProjectorLoad, compute_note, state_total_bytes
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, require_quant
 from rigspark_gui.core.placement import DeviceLoad, FitContext, Placement
 from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside, paths_beside
@@ -357,6 +357,9 @@ def _plan_resolved(
         )
     if not rig.gpus:
         notes.append("no GPU in this rig: only the CPU path is planned")
+    unmodelled = compute_note(g.architecture)
+    if unmodelled is not None:
+        notes.append(unmodelled)
     comparison: tuple[KvComparisonRow, ...] = ()
     if kv_pairs != "none":
         comparison = kv_comparison(

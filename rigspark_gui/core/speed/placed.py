@@ -7,7 +7,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from rigspark_gui.core.flash_attn import attention_shape
-from rigspark_gui.core.memory import WeightsLayout, kv_cells, kv_row_pair_bytes
+from rigspark_gui.core.memory import STATE_PASSES, WeightsLayout, kv_cells, kv_row_pair_bytes
 from rigspark_gui.core.model import Geometry
 from rigspark_gui.core.placement import INPUT, OUTPUT, Placement, kv_devices
 from rigspark_gui.core.rig import Rig
@@ -37,13 +37,36 @@ def _kv_read(g: Geometry, s: PlanSettings, depth: int) -> tuple[int, ...]:
     )
 
 
+@lru_cache(maxsize=256)
+def state_traffic(g: Geometry) -> tuple[int, ...]:
+    """Recurrent-state bytes each layer moves per decoded token of one sequence: its f32
+    conv and ssm / delta-rule rows read and written back (`STATE_PASSES`), whatever the
+    depth; 0 on attention layers and on MTP blocks, which hold no state unless drafting.
+    Other sequences' rows and rollback snapshots are not touched by this token."""
+    trunk = g.n_layer - g.n_layer_nextn
+    row = (g.recurrent_r_values + g.recurrent_s_values) * 4
+    rec = frozenset(g.recurrent_layers)
+    return tuple(STATE_PASSES * row if il in rec and il < trunk else 0 for il in range(g.n_layer))
+
+
 def bytes_read_per_token(
-    placement: Placement, g: Geometry, layout: WeightsLayout, s: PlanSettings, depth: int
+    placement: Placement,
+    g: Geometry,
+    layout: WeightsLayout,
+    s: PlanSettings,
+    depth: int,
+    *,
+    state: bool = True,
 ) -> dict[str, float]:
-    """Bytes each device streams for one decode step at `depth` tokens of context."""
+    """Bytes each device streams for one decode step at `depth` tokens of context: the
+    dense weights, the active share of the routed experts, the KV of the attention layers
+    and, with `state`, the recurrent state of the others (a prompt's ubatch moves it once
+    for hundreds of tokens, so the prefill shares leave it out)."""
     read: dict[str, float] = {}
     kv_dev = kv_devices(placement, s)  # a block's cache may stay where -ngl put it
     kv_table = _kv_read(g, s, depth)
+    state_table = state_traffic(g) if state else (0,) * g.n_layer
+    trunk = g.n_layer - g.n_layer_nextn
     for u in placement.units:
         if u.unit == INPUT:
             continue  # one embedding row per token: negligible
@@ -52,9 +75,11 @@ def bytes_read_per_token(
             read[u.device] = read.get(u.device, 0.0) + b
             continue
         il = u.index
+        if il >= trunk:
+            continue  # an MTP block runs only when drafting (the DSA loaders keep its router bias)
         experts = layout.block_expert_bytes[il] * layout.expert_fraction_active
         dense = layout.block_bytes[il] - layout.block_expert_bytes[il]
-        kv = kv_table[il]
+        kv = kv_table[il] + state_table[il]
         read[u.device] = read.get(u.device, 0.0) + dense
         read[kv_dev[il]] = read.get(kv_dev[il], 0.0) + kv
         exp_dev = u.experts_device or u.device
@@ -112,7 +137,7 @@ def estimate_prefill(
     model: SpeedModel,
 ) -> Prefill:
     return estimate_prefill_reads(
-        bytes_read_per_token(placement, g, layout, s, 0),
+        bytes_read_per_token(placement, g, layout, s, 0, state=False),
         layers_per_device(placement),
         layout,
         rig,
