@@ -261,9 +261,12 @@ def doc_section(data: dict[str, Any]) -> str:
             f"({worst['model']} c{worst['context']}), {verdict} the tolerance max(2 %, 32 MiB)"
         )
     lines.append(
-        "\nGemma 3n's compute is not modelled beyond the per-layer inputs (its AltUp and "
-        "projection phase peak higher on these small-vocabulary models); on real models the "
-        "logits phase dominates. The compute rows are recorded, not claimed, for it."
+        "\nGemma 3n's compute peaks, on these small-vocabulary models, at the per-layer "
+        "inputs' projection before the first layer (`core/memory/compute_gemma3n.py`, read "
+        "off gemma3n.cpp and checked on ggml-alloc's placements): the selected per-layer "
+        "rows, the projection and its norm, each f32 n_embd_per_layer x n_layer per token, "
+        "above the hole the freed lookup leaves, over the CPU inputs. On the published "
+        "models the logits phase (262,144 entries per token) is larger."
     )
     lines.append("")
     return "\n".join(lines)

@@ -86,6 +86,11 @@ def _grid(quant: str) -> list[dict[str, Any]]:
         {**base, "n_ctx": 8192, "n_seq": 4, "kv_unified": True},
         {**base, "n_ctx": 131072},
         {**base, "swa_full": True},
+        # the compute buffer's growth with the context, beyond the cases above: the
+        # attention's f32 scores without flash attention, 262,144 tokens, two sequences
+        {**base, "n_ctx": 32768, "flash_attn": False},
+        {**base, "n_ctx": 262144},
+        {**base, "n_ctx": 131072, "n_seq": 2, "type_k": "q8_0", "type_v": "q8_0"},
     ]
 
 
@@ -261,12 +266,23 @@ def doc_section(data: dict[str, Any]) -> str:
 
 
 _COMPUTE_NOTE = """
-The compute buffer is the generic estimate: DeepSeek V4's graph (hyper-connection mixing
-of four residual streams, the compressors, the indexer's scores and top-k masks over the
-compressed rows) is not modelled yet; its rows are recorded, not claimed
-(`test_compute_within_tolerance` marks the rows outside the tolerance xfail). Measured, it
-grows with the context even though the window cache does not: about linearly in the
-compressed rows times the batch's tokens (the 131072 rows against the 4096 ones).
+The compute buffer follows DeepSeek V4's graph (`core/memory/compute_dsv4.py`, read off
+deepseek4.cpp and checked on ggml-alloc's placements of these loads): it grows with the
+compressed rows because of a CSA layer's sparse attention. Above the graph inputs (the
+raw window's KQ mask and the indexer's, CSA's and HCA's, n_cells x n_tokens each) the
+layer keeps three hyper-connection states of hc_mult rows, Q twice (its matmul output's
+hole is not reused) and k_all (window and compressed rows in the K cache type); then the
+indexer's f32 scores over the compressed rows, whose hole takes the filled and top-k
+masks, the concatenated mask of the window and compressed cells, and the attention's
+output (without flash attention the f32 scores of every head). In the last CSA layer the
+indexer's and CSA's masks are freed as they are read, so only the scores sit above the
+layer. The window-only and HCA layers are sized the same way over their own cells; the
+FFN and head stay the generic phases. Six rows (32,768 tokens without flash
+attention, 262,144 tokens, two sequences at 131,072) were added to check the model
+beyond the cases it was read on. Every row is within 8 MiB: the one-sequence rows from
+131,072 tokens on within 2 MiB, the 32,768-token row of `deepseek4-wide` without flash
+attention 7 MiB under, the others over (small tensors find holes below the peak that the
+estimate stacks).
 """
 
 

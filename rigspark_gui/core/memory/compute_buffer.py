@@ -13,12 +13,16 @@ logs (Llama, Mistral, Qwen2, GPT-NeoX; 512 to 81920 cells; flash attention on an
 tests/core/test_compute_buffer.py), and with pipeline parallelism (several GPUs) the
 per-device buffers of three more. The pinned host buffer holds the input row and the
 f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
+Gemma 3n and DeepSeek V4 add a peak phase of their own graphs (compute_gemma3n,
+compute_dsv4), taken beside these.
 """
 
 from __future__ import annotations
 
 from rigspark_gui.core.memory.arch_dsa import dsa_indexer_compute_bytes
 from rigspark_gui.core.memory.arch_gemma4 import ple_compute_bytes
+from rigspark_gui.core.memory.compute_dsv4 import DSV4_ARCHS, dsv4_compute_bytes
+from rigspark_gui.core.memory.compute_gemma3n import GEMMA3N_ARCHS, gemma3n_projection_bytes
 from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
 from rigspark_gui.core.memory.tensors import FUSED_QKV_ARCHS
 from rigspark_gui.core.model import Geometry
@@ -84,14 +88,17 @@ def device_compute_bytes(
         max((kv_cells_per_stream(g, il, s) for il in layers), default=0),
         n_graph_tokens(s),
     )
+    if g.architecture in DSV4_ARCHS:  # DeepSeek V4's indexer: in compute_dsv4
+        dsa = 0
     # Gemma's per-layer inputs: live through every layer of the graph
     dsa += ple_compute_bytes(g, n_graph_tokens(s)) if layers else 0
+    own = _own_graph_bytes(g, s, layers, cpu)
     if cpu:
-        return _cpu_compute_bytes(g, s, layers, has_output) + dsa
+        return max(_cpu_compute_bytes(g, s, layers, has_output) + dsa, own)
     if rpc_cpu:
         first = 0 in layers if first is None else first
         last = g.n_layer - 1 in layers if last is None else last
-        return _rpc_compute_bytes(g, s, layers, has_output, first, last, copies)
+        return max(_rpc_compute_bytes(g, s, layers, has_output, first, last, copies), own)
     t = n_graph_tokens(s)
     row = 4 * g.n_embd * t
     peak = 0
@@ -111,7 +118,25 @@ def device_compute_bytes(
         peak = max(attn, ffn)
     if has_output:
         peak = max(peak, 4 * g.n_vocab * t + row)
-    return peak + (copies * inputs if copies > 1 else 0) + dsa
+    return max(peak + (copies * inputs if copies > 1 else 0) + dsa, own)
+
+
+def _own_graph_bytes(g: Geometry, s: PlanSettings, layers: list[int], cpu: bool) -> int:
+    """The peak phase of a graph unlike a plain transformer's (compute_gemma3n,
+    compute_dsv4), taken beside the generic phases; 0 for other architectures."""
+    t = n_graph_tokens(s)
+    if not layers:
+        return 0
+    if g.architecture in DSV4_ARCHS:
+        return dsv4_compute_bytes(g, s, t, layers)
+    if g.architecture in GEMMA3N_ARCHS:
+        if cpu:
+            inputs = _cpu_prefix_bytes(g, s, layers)
+        else:  # the activations row and the f32 KQ mask the device receives
+            n_kv = max(kv_cells_per_stream(g, il, s) for il in layers)
+            inputs = 4 * g.n_embd * t + 4 * n_kv * t
+        return gemma3n_projection_bytes(g, t, inputs, cpu)
+    return 0
 
 
 def pipeline_copies(gpus_seen: int, all_on_gpus: bool, s: PlanSettings) -> int:
@@ -267,8 +292,7 @@ def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_outp
     n_kv = max((kv_cells_per_stream(g, il, s) for il in layers), default=0)
     mask = (2 if s.flash_attn else 4) * n_kv * t if layers else 0
     v_idxs = 8 * t * (1 if s.flash_attn else g.head_dim_v * g.n_head_kv)
-    small = 4 * t * 3 + 12 * t + 8 * t  # tokens, out_ids, pos; mixed ids + slots; K rows
-    prefix = 5 * row + small + v_idxs + mask + _other_caches_bytes(g, s, layers)
+    prefix = _cpu_prefix_bytes(g, s, layers)
     peak = 0
     ffn_t = 4 * _ffn_width(g) * t
     if layers:
@@ -282,6 +306,17 @@ def _cpu_compute_bytes(g: Geometry, s: PlanSettings, layers: list[int], has_outp
         if logits > hole:
             peak = max(peak, logits + (row if _head_row(mask + row + v_idxs, ffn_t, row) else 0))
     return prefix + peak
+
+
+def _cpu_prefix_bytes(g: Geometry, s: PlanSettings, layers: list[int]) -> int:
+    """The inputs and embedding rows every CPU phase sits on (see _cpu_compute_bytes)."""
+    t = n_graph_tokens(s)
+    row = 4 * g.n_embd * t
+    n_kv = max((kv_cells_per_stream(g, il, s) for il in layers), default=0)
+    mask = (2 if s.flash_attn else 4) * n_kv * t if layers else 0
+    v_idxs = 8 * t * (1 if s.flash_attn else g.head_dim_v * g.n_head_kv)
+    small = 4 * t * 3 + 12 * t + 8 * t  # tokens, out_ids, pos; mixed ids + slots; K rows
+    return 5 * row + small + v_idxs + mask + _other_caches_bytes(g, s, layers)
 
 
 def _other_caches_bytes(g: Geometry, s: PlanSettings, layers: list[int]) -> int:
