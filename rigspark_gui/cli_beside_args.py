@@ -1,7 +1,8 @@
 """The flags for what loads beside the model, as llama.cpp spells them: a vision/audio
 projector (`--mmproj FILE|URL`, `--text-only` / `--no-mmproj`, `--no-mmproj-offload`, the
 image size its compute buffer is sized for) and a draft model for speculative decoding
-(`--model-draft` / `-md`, `-ngld`, `-ctkd`, `-ctvd`)."""
+(`--model-draft` / `-md`, `-ngld`, `-ctkd`, `-ctvd`) or the model's own MTP blocks
+(`--spec-type draft-mtp`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ def add_draft_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the draft's layers on the GPUs, llama.cpp -ngld: a number, auto or all "
         "(default: auto, every layer)",
+    )
+    p.add_argument(
+        "--spec-type",
+        choices=("draft-simple", "draft-mtp"),
+        metavar="TYPE",
+        help="speculative decoding as llama.cpp's --spec-type: draft-mtp drafts with the "
+        "model's own MTP / NextN blocks (Qwen3.5/3.6, GLM-4.5/4.7, DeepSeek V3), loading "
+        "them with a draft context of their own; draft-simple (llama.cpp's default with "
+        "-md) with the --model-draft model (default: none)",
     )
     p.add_argument(
         "--cache-type-k-draft", "-ctkd", metavar="TYPE", help="draft K cache type (default: f16)"

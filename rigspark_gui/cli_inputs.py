@@ -169,6 +169,8 @@ def settings_from(args: argparse.Namespace) -> PlanSettings:
         extra["mmproj_offload"] = False
     if getattr(args, "image_size", None) is not None:
         extra["image_size"] = args.image_size
+    if getattr(args, "spec_type", None) == "draft-mtp":
+        extra["mtp_draft"] = True
     return make_settings(
         context=args.context,
         kv_k=k,

@@ -46,7 +46,7 @@ OUT = Path(__file__).with_name("kimi_b11434.json")
 WORK = ROOT / "validation" / ".work" / "kimi"
 
 
-def _grid(quant: str) -> list[dict[str, Any]]:
+def _grid(quant: str, name: str) -> list[dict[str, Any]]:
     base = {"n_ctx": 4096, "n_seq": 1, "type_k": "f16", "type_v": "f16", "flash_attn": True}
     cases = [base]
     if quant == "F16":
@@ -56,6 +56,21 @@ def _grid(quant: str) -> list[dict[str, Any]]:
             {**base, "n_ctx": 1000, "type_k": "q8_0", "type_v": "q8_0"},
             {**base, "n_ctx": 32768, "flash_attn": False},
             {**base, "n_ctx": 8192, "n_seq": 4, "kv_unified": True},
+        ]
+    if quant == "F16" and name == "kimi-linear-48b-widths":
+        # beyond the cases the compute estimate was written on (compute_kimi): other
+        # contexts (at 512 the scores fit in the hole Q's projections leave), two and
+        # three sequences (513 reserved tokens) without and with flash attention, and
+        # sixteen, where the KDA layers' delta-rule state outgrows MLA's Q at these widths.
+        # Not on the small models: b11434 aborts building kimi-linear-moe's graph for three
+        # sequences (GGML_ASSERT(ggml_can_repeat(b, a)) in ggml_add)
+        cases += [
+            {**base, "n_ctx": 512, "flash_attn": False},
+            {**base, "n_ctx": 2048, "flash_attn": False},
+            {**base, "n_ctx": 65536},
+            {**base, "n_ctx": 8192, "n_seq": 2, "flash_attn": False},
+            {**base, "n_ctx": 12288, "n_seq": 3},
+            {**base, "n_ctx": 16384, "n_seq": 16},
         ]
     return cases
 
@@ -100,7 +115,7 @@ def measure(only: set[str] | None) -> dict[str, Any]:
             key = f"{m.name}-{quant}"
             spec = import_gguf(path)
             models[key] = {"arch": m.geometry.architecture, "quant": quant, "spec": spec_json(spec)}
-            for c in _grid(quant):
+            for c in _grid(quant, m.name):
                 if c["type_v"] != "f16" and (m.geometry.n_embd // m.geometry.n_head) % 32:
                     continue  # value_length not a multiple of the block: b11434 refuses
                 cmd = [str(PROBE), "measure", str(path), str(c["n_ctx"]), str(c["n_seq"])]

@@ -198,6 +198,9 @@ class PlanSettings:
     text_only: bool = False
     mmproj_offload: bool = True
     image_size: int | None = None
+    # speculative decoding with the model's own MTP / NextN blocks (llama.cpp's
+    # `--spec-type draft-mtp`): they load, with a draft context of their own
+    mtp_draft: bool = False
     # names of ENGINE_DEFAULTS left to the engine ("auto"); their fields hold what
     # they resolved to once a plan has resolved them
     engine_defaults: frozenset[str] = frozenset()

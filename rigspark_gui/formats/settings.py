@@ -86,6 +86,9 @@ class PlanSettings(Boundary):
         "repacks weights",
     )
     repack: bool = Field(default=True, description="false: llama.cpp's --no-repack")
+    mtp_draft: bool = Field(
+        default=False, description="draft with the model's MTP blocks (--spec-type draft-mtp)"
+    )
 
     def to_record(self) -> Any:
         # "auto" values become the record's engine_defaults (make_settings reads them)

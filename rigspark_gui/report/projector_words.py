@@ -29,6 +29,14 @@ def draft_sentence(draft: DraftLoad | None) -> str:
     if draft is None:
         return ""
     where = ", ".join(f"{d} {human_bytes(b)}" for d, b in draft.bytes_on)
+    if draft.mtp:
+        return (
+            f"MTP drafting (--spec-type draft-mtp) with {draft.model_name} (KV "
+            f"{draft.kv_k}/{draft.kv_v} at {draft.context:,} tokens): weights "
+            f"{human_bytes(draft.weights_bytes)}, KV {human_bytes(draft.kv_bytes)}, compute "
+            f"{human_bytes(draft.compute_bytes)}, the target's rollback state "
+            f"{human_bytes(draft.state_bytes)} ({where}); speed gain: {draft.speed_basis}"
+        )
     return (
         f"Draft {draft.model_name} {draft.quant} (-ngld {draft.n_gpu_layers}, KV "
         f"{draft.kv_k}/{draft.kv_v} at {draft.context:,} tokens): weights "

@@ -26,6 +26,7 @@ from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.draft_combo import DraftCombo, draft_candidates
 from rigspark_gui.ui.model_picker import ModelPicker
+from rigspark_gui.ui.projector_controls import ProjectorControls
 from rigspark_gui.ui.quant_combo import QuantCombo
 from rigspark_gui.ui.session import PlannerSession
 
@@ -160,6 +161,9 @@ class ControlsBar(QWidget):
             "images, and its weights and compute buffer are freed"
         )
         self.text_only.toggled.connect(lambda on: self._update(text_only=on))
+        # the projector file, image size and Keep on CPU, in a panel under one button
+        self.projector = ProjectorControls(session, self)
+        self.projector.message.connect(self.message)
         self.draft = DraftCombo()
         self.draft.currentIndexChanged.connect(
             lambda _i: None if self._syncing else session.set_draft(self.draft.currentData())
@@ -267,6 +271,8 @@ class ControlsBar(QWidget):
         beside = QHBoxLayout(self.beside)
         beside.setContentsMargins(0, 0, 4, 0)
         beside.addWidget(self.text_only)
+        beside.addWidget(self.projector.button)
+        beside.addSpacing(6)
         beside.addWidget(labelled("&Draft", self.draft))
         beside.addWidget(self.draft)
 
@@ -357,7 +363,8 @@ class ControlsBar(QWidget):
                 self.preset_buttons[label].setEnabled(n <= self._max_context)
             self.model_picker.select(spec.id)
             self.text_only.setEnabled(spec.projector is not None)
-            self.draft.set_candidates(draft_candidates(spec, self.session.specs))
+            drafting = spec.draft.spec.id if spec.draft is not None else None
+            self.draft.set_candidates(draft_candidates(spec, self.session.specs), drafting)
             self.quant.set_model(spec)
             self._quant_serving = False
         finally:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from rigspark_gui.catalog.mmproj import load_projector
 from rigspark_gui.core.errors import RigSparkError
+from rigspark_gui.core.model import Projector
 from rigspark_gui.ui.session import PlannerSession
 from rigspark_gui.user_dirs import cache_dir
 
@@ -32,15 +33,26 @@ def apply_pasted_projector(session: PlannerSession, found: Mapping[str, object])
                     f"The pasted --mmproj is a URL ({given[:60]}): the window reads local "
                     "files only; give it to `rigspark plan --mmproj URL`, or download it"
                 )
-            try:
-                projector = load_projector(given, cache_dir())
-            except (RigSparkError, OSError, ValueError) as err:
-                first = str(err).splitlines()[0] if str(err) else type(err).__name__
-                return f"The pasted --mmproj cannot be read: {first}"
-            session.set_projector(projector)
+            projector, why = read_projector_file(given)
+            if projector is None:
+                return f"The pasted --mmproj cannot be read: {why}"
+            refused = session.set_projector(projector)
+            if refused:
+                return f"The pasted --mmproj cannot be used: {refused}"
             said = f"Planned with the pasted projector {projector.file_name}."
     if changes:
         session.update_settings(**changes)
     if found.get("text_only"):
         said = "Text only, as the pasted --no-mmproj says: the projector is left out."
     return said
+
+
+def read_projector_file(path: str) -> tuple[Projector | None, str]:
+    """A local mmproj GGUF read with the bounded header reader (`load_projector`, as
+    `--mmproj FILE`), or None and why not in one line: a damaged, hostile or foreign
+    file is a message, never an exception."""
+    try:
+        return load_projector(path, cache_dir()), ""
+    except (RigSparkError, OSError, ValueError, OverflowError, MemoryError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return None, first

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from rigspark_gui.core.settings import ENGINE_DEFAULTS
+from rigspark_gui.core.settings import ENGINE_DEFAULTS, SETTING_RANGES
 from rigspark_gui.ui.session import PlannerSession
 
 DEFAULT_MODEL = "llama-3.1-8b-instruct"
@@ -31,6 +31,9 @@ SETTING_KEYS = (
     "pipeline_parallel",
     "max_num_seqs",
     "cpu_offload_gb",
+    # the projector: on the CPU (--no-mmproj-offload), the image size ('' = warm-up)
+    "mmproj_offload",
+    "image_size",
 )
 _OPTIONAL_INTS = ("tensor_parallel", "pipeline_parallel", "max_num_seqs")
 
@@ -57,7 +60,10 @@ def saved_settings(q: QSettings) -> dict[str, object]:
             values[key] = "auto"  # left to the engine
         elif key in ("context", "parallel", "prompt_tokens"):
             values[key] = int(raw) if raw.isdigit() else None
-        elif key == "flash_attn":
+        elif key == "image_size":  # out of range: the warm-up image, not a failed restore
+            n = int(raw) if raw.isdigit() and len(raw) < 8 else 0
+            values[key] = n if 1 <= n <= SETTING_RANGES[key][1] else ""
+        elif key in ("flash_attn", "mmproj_offload"):
             values[key] = raw.lower() == "true"
         elif key in ("quant", "gpu_backend"):
             values[key] = raw or None

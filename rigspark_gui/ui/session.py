@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model import DraftModel, ModelSpec, Projector
-from rigspark_gui.core.plan import Plan, plan
+from rigspark_gui.core.plan import Plan, plan, plan_projector
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.serving import FORMATS
 from rigspark_gui.core.settings import (
@@ -46,6 +46,8 @@ class PlannerSession(QObject):
         # The context the user asked for: a model with a shorter trained context clamps
         # it, and the next model that allows it gets it back.
         self.asked_context = self.settings.context
+        # the projector each model came with, kept when a file replaces it
+        self._catalog_projector: dict[str, Projector | None] = {}
 
     # ------------------------------------------------------------ models
     @property
@@ -97,16 +99,44 @@ class PlannerSession(QObject):
         self.spec = replace(base, draft=draft)
         self.replan()
 
-    def set_projector(self, projector: Projector) -> None:
-        """The current model loading `projector` beside it (a pasted `--mmproj FILE`),
-        kept for this model while the window is open."""
+    def set_projector(self, projector: Projector | None) -> str:
+        """The current model loading `projector` beside it (a pasted `--mmproj FILE`, a
+        file chosen in the window; None: none), kept for this model while the window is
+        open. '' when done; else why not (the engine's one line), the model and its
+        plan left as they were. It is checked as if Text only were off, so a projector
+        that does not fit the model is refused now rather than when the box is cleared."""
         if self.spec is None:
-            return
+            return ""
         base = self._specs.get(self.spec.id, self.spec)
+        candidate = replace(self.spec, projector=projector)
+        if self.rig is not None and projector is not None:
+            try:  # the engine's own check (the width it feeds the model)
+                plan_projector(candidate, self.rig, replace(self.settings, text_only=False))
+            except RigSparkError as err:
+                return str(err)
+        self._catalog_projector.setdefault(self.spec.id, base.projector)
         self._specs[self.spec.id] = replace(base, projector=projector)
-        self.spec = replace(self.spec, projector=projector)
+        self.spec = candidate
         self.model_changed.emit(self.spec)  # the Text only box now applies
         self.replan()
+        return ""
+
+    def catalog_projector(self) -> Projector | None:
+        """The projector the current model came with (the catalog's, or none)."""
+        if self.spec is None:
+            return None
+        if self.spec.id in self._catalog_projector:
+            return self._catalog_projector[self.spec.id]
+        return self.spec.projector
+
+    def projector_replaced(self) -> bool:
+        """Whether the current model loads another projector than it came with."""
+        return self.spec is not None and self.spec.projector != self.catalog_projector()
+
+    def restore_projector(self) -> None:
+        """Back to the projector the current model came with."""
+        if self.projector_replaced():
+            self.set_projector(self.catalog_projector())
 
     # ------------------------------------------------------------ inputs
     def set_rig(self, rig: Rig) -> None:

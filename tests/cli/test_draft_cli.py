@@ -108,3 +108,22 @@ def test_engines_whose_command_takes_no_draft_plan_none(
     data = json.loads(out)
     assert data["draft"] is None
     assert all(d["draft_bytes"] == 0 for d in data["device_loads"])
+
+
+def test_mtp_drafting_with_qwen35_shows_its_memory_and_the_flag(
+    capsys: pytest.CaptureFixture[str], rig: Path
+) -> None:
+    argv = ("plan", "--model", "qwen3.5-9b", "--context", "8192", "--kv-compare", "none")
+    argv += ("--rig", str(rig))
+    code, plain, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "draft-mtp" not in plain
+    code, out, err = run(capsys, *argv, "--spec-type", "draft-mtp")
+    assert code == 0, err
+    assert "MTP drafting (--spec-type draft-mtp) with the MTP blocks of" in out
+    assert "speed gain: unknown" in out and "--spec-type draft-mtp" in out
+    code, out, err = run(capsys, *argv, "--spec-type", "draft-mtp", "--json")
+    data = json.loads(out)
+    assert data["draft"]["mtp"] is True and data["draft"]["state_bytes"] > 0
+    on = dict(map(tuple, data["draft"]["bytes_on"]))
+    assert {d["device"]: d["draft_bytes"] for d in data["device_loads"]} == on

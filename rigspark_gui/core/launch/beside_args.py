@@ -1,6 +1,7 @@
 """llama-server's flags for what loads beside the model (common/arg.cpp, b11434): the
 vision/audio projector (`--mmproj`, `--no-mmproj`, `--no-mmproj-offload`) and a draft
-model for speculative decoding (`-md` or `-hfd`, `-ngld`, `-ctkd`, `-ctvd`)."""
+model for speculative decoding (`-md` or `-hfd`, `-ngld`, `-ctkd`, `-ctvd`), or drafting
+with the model's own MTP blocks (`--spec-type draft-mtp`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ def beside_args(spec: ModelSpec, s: PlanSettings, *, hf: bool) -> list[str]:
                 out += ["--mmproj", p.file_name or "mmproj.gguf"]
             if not s.mmproj_offload:
                 out.append("--no-mmproj-offload")
+    if s.mtp_draft and s.backend is Backend.LLAMA_CPP:
+        # the MTP blocks load with the model: no -md (common/arg.cpp, load_mtp)
+        return [*out, "--spec-type", "draft-mtp"]
     d = spec.draft
     if d is not None and s.backend is not Backend.OLLAMA:
         repo = hf_gguf(d.spec, d.quant)
@@ -51,7 +55,8 @@ _MMPROJ_SWITCHES = {
 def split_projector_flags(argv: list[str]) -> tuple[list[str], dict[str, object]]:
     """A pasted llama.cpp command line without its projector flags, and what they set:
     `mmproj` (a file or URL), `text_only` (`--no-mmproj`), `mmproj_offload`
-    (`--no-mmproj-offload`), `image_max_tokens` (kept for the note only)."""
+    (`--no-mmproj-offload`), `image_max_tokens` (kept for the note only), and
+    `mtp_draft` where `--spec-type` names draft-mtp (the flag itself is kept)."""
     out: list[str] = []
     found: dict[str, object] = {}
     i = 0
@@ -64,6 +69,12 @@ def split_projector_flags(argv: list[str]) -> tuple[list[str], dict[str, object]
             elif i + 1 < len(argv):
                 found["mmproj"] = argv[i + 1]
                 i += 1
+        elif flag == "--spec-type":
+            # kept for the command's own parser; MTP drafting is a plan setting
+            types = inline if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if "draft-mtp" in types.split(","):
+                found["mtp_draft"] = True
+            out.append(a)
         elif flag in _MMPROJ_SWITCHES:
             name, value = _MMPROJ_SWITCHES[flag]
             found[name] = value

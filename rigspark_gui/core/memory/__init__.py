@@ -4,6 +4,7 @@ rules and the CPU repack copy), the KV cache and the compute buffers.
 The public face of memory sizing; other packages import from here only."""
 
 from rigspark_gui.core.memory.arch_hybrid import (
+    DELTANET_ARCHS,
     HYBRID_ARCHS,
     ROLLBACK_ARCHS,
     STATE_PASSES,
@@ -14,6 +15,7 @@ from rigspark_gui.core.memory.compute_buffer import (
     PIPELINE_COPIES,
     device_compute_bytes,
     host_compute_bytes,
+    n_graph_tokens,
     output_buffer_bytes,
     pipeline_copies,
 )
@@ -22,6 +24,7 @@ from rigspark_gui.core.memory.kv_cache import (
     kv_bytes_per_layer,
     kv_bytes_per_token,
     kv_cells,
+    kv_cells_per_stream,
     kv_row_pair_bytes,
     kv_total_bytes,
     recurrent_state_bytes,
@@ -48,7 +51,15 @@ from rigspark_gui.core.memory.repack import (
     repack_for,
     repack_types,
 )
-from rigspark_gui.core.memory.tensors import TensorRow, gguf_padded, synth_rows, synthesize_tensors
+from rigspark_gui.core.memory.tensors import (
+    TensorRow,
+    attn_v_ffn_down_counts,
+    block_tensors,
+    gguf_padded,
+    recipe_context,
+    synth_rows,
+    synthesize_tensors,
+)
 from rigspark_gui.core.memory.weights import (
     WeightsLayout,
     file_bytes_estimate,
@@ -57,6 +68,7 @@ from rigspark_gui.core.memory.weights import (
 )
 
 __all__ = [
+    "DELTANET_ARCHS",
     "HYBRID_ARCHS",
     "KDA_ARCHS",
     "LOAD_FLAG_BACKENDS",
@@ -70,6 +82,8 @@ __all__ = [
     "RepackBytes",
     "TensorRow",
     "WeightsLayout",
+    "attn_v_ffn_down_counts",
+    "block_tensors",
     "compute_note",
     "cpu_repack_bytes",
     "device_compute_bytes",
@@ -80,15 +94,18 @@ __all__ = [
     "kv_bytes_per_layer",
     "kv_bytes_per_token",
     "kv_cells",
+    "kv_cells_per_stream",
     "kv_row_pair_bytes",
     "kv_total_bytes",
     "loading_note",
     "max_image_size",
+    "n_graph_tokens",
     "output_buffer_bytes",
     "param_count",
     "pipeline_copies",
     "projector_load",
     "reads_in",
+    "recipe_context",
     "recurrent_state_bytes",
     "repack_for",
     "repack_types",

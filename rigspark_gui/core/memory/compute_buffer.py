@@ -13,8 +13,8 @@ logs (Llama, Mistral, Qwen2, GPT-NeoX; 512 to 81920 cells; flash attention on an
 tests/core/test_compute_buffer.py), and with pipeline parallelism (several GPUs) the
 per-device buffers of three more. The pinned host buffer holds the input row and the
 f32 mask. The CPU backend has its own fitted formula (`_cpu_compute_bytes`).
-Gemma 3n and DeepSeek V4 add a peak phase of their own graphs (compute_gemma3n,
-compute_dsv4), taken beside these.
+Gemma 3n, DeepSeek V4 and Kimi Linear add a peak phase of their own graphs
+(compute_gemma3n, compute_dsv4, compute_kimi), taken beside these.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from rigspark_gui.core.memory.arch_dsa import dsa_indexer_compute_bytes
 from rigspark_gui.core.memory.arch_gemma4 import ple_compute_bytes
 from rigspark_gui.core.memory.compute_dsv4 import DSV4_ARCHS, dsv4_compute_bytes
 from rigspark_gui.core.memory.compute_gemma3n import GEMMA3N_ARCHS, gemma3n_projection_bytes
+from rigspark_gui.core.memory.compute_kimi import KDA_ARCHS, kimi_compute_bytes
 from rigspark_gui.core.memory.kv_cache import attention_kinds, kv_cells_per_stream
 from rigspark_gui.core.memory.tensors import FUSED_QKV_ARCHS
 from rigspark_gui.core.model import Geometry
@@ -123,12 +124,15 @@ def device_compute_bytes(
 
 def _own_graph_bytes(g: Geometry, s: PlanSettings, layers: list[int], cpu: bool) -> int:
     """The peak phase of a graph unlike a plain transformer's (compute_gemma3n,
-    compute_dsv4), taken beside the generic phases; 0 for other architectures."""
+    compute_dsv4, compute_kimi), taken beside the generic phases; 0 for other
+    architectures."""
     t = n_graph_tokens(s)
     if not layers:
         return 0
     if g.architecture in DSV4_ARCHS:
         return dsv4_compute_bytes(g, s, t, layers)
+    if g.architecture in KDA_ARCHS:
+        return kimi_compute_bytes(g, s, t, layers, cpu)
     if g.architecture in GEMMA3N_ARCHS:
         if cpu:
             inputs = _cpu_prefix_bytes(g, s, layers)

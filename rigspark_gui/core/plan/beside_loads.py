@@ -5,6 +5,7 @@ own field (the Layers tab and `place` tally placements outside `plan`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rigspark_gui.core.memory import ProjectorLoad, RepackBytes, WeightsLayout
 from rigspark_gui.core.model import ModelSpec
@@ -38,7 +39,8 @@ def loads_with_beside(
     command (the first GPU it shows), and the draft on that command's GPUs and split,
     as the plan counts them."""
     projector = plan_projector(spec, rig, s, placement_gpus(placement, rig, s))
-    draft = plan_draft(spec, rig, s, placement)  # on the GPUs and split of its command
+    # on the GPUs and split of its command; MTP blocks quantized like the layout's file
+    draft = plan_draft(spec, rig, replace(s, quant=layout.quant), placement)
     draft_on = draft.on() if draft is not None else {}
     tally_rig = rig_beside(rig, projector, draft)
     loads = device_loads(placement, spec.geometry, layout, tally_rig, s, kv_layers, cpu_repack)

@@ -24,6 +24,7 @@ from rigspark_gui.core.launch import launch_split
 from rigspark_gui.core.memory import WeightsLayout, output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel, Geometry, ModelSpec
 from rigspark_gui.core.placement import DeviceLoad, Placement, auto_place, device_loads
+from rigspark_gui.core.plan.mtp import mtp_layers, mtp_loads
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
 
@@ -47,6 +48,10 @@ class DraftLoad:
     weights_bytes: int
     kv_bytes: int
     compute_bytes: int
+    # the target's extra recurrent state rows while drafting (MTP: n_rs_seq = n_max)
+    state_bytes: int = 0
+    # the model's own MTP blocks draft (`--spec-type draft-mtp`), not another model
+    mtp: bool = False
     # accepted draft tokens per target step, cited (None: unknown, the plan's speed is
     # plain decoding)
     accepted_per_step: float | None
@@ -107,6 +112,8 @@ def plan_draft(
     or an engine that does not take `-md`). The draft takes the target command's GPUs
     and --tensor-split (`launch_split` of the `target` placement); without a target,
     every local GPU at the default split, as a plan's first guess."""
+    if s.mtp_draft and s.backend is Backend.LLAMA_CPP:
+        return plan_mtp(spec, rig, s, target)
     draft = spec.draft
     if draft is None or s.backend is not Backend.LLAMA_CPP:
         # only llama-server's command carries -md: Ollama starts it without one, and the
@@ -128,16 +135,7 @@ def plan_draft(
         for x in loads
         if x.required_bytes and (x.units or x.device == CPU)
     )
-    if draft.accepted_per_step is not None:
-        basis = (
-            f"{draft.accepted_per_step:g} draft tokens accepted per target step "
-            f"({draft.acceptance_source})"
-        )
-    else:
-        basis = (
-            "unknown: no published acceptance rate for this pair here; the speed shown is "
-            "plain decoding (the gain depends on the pair and the text)"
-        )
+    basis = speed_basis(draft.accepted_per_step, draft.acceptance_source, "this pair")
     return DraftLoad(
         model_id=draft.spec.id,
         model_name=draft.spec.name,
@@ -152,4 +150,46 @@ def plan_draft(
         compute_bytes=sum(x.compute_bytes for x in loads),
         accepted_per_step=draft.accepted_per_step,
         speed_basis=basis,
+    )
+
+
+def speed_basis(accepted: float | None, source: str, what: str) -> str:
+    """The speed basis in words: a cited acceptance rate, or an unknown gain."""
+    if accepted is not None:
+        return f"{accepted:g} draft tokens accepted per target step ({source})"
+    return (
+        f"unknown: no published acceptance rate for {what} here; the speed shown is "
+        "plain decoding (the gain depends on the model and the text)"
+    )
+
+
+def plan_mtp(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, target: Placement | None = None
+) -> DraftLoad:
+    """MTP drafting (`--spec-type draft-mtp`, core/plan/mtp.py): the MTP blocks' weights,
+    their draft context's KV and compute, and the target's extra recurrent state rows,
+    on the devices the target's placement gives those layers."""
+    on, weights, kv, compute, state = mtp_loads(spec, rig, s, target)
+    g = spec.geometry
+    on_gpu = 0
+    if target is not None:
+        on_gpu = sum(1 for il in mtp_layers(g) if target.unit(f"blk.{il}").device != CPU)
+    elif rig.local_gpus:
+        on_gpu = g.n_layer_nextn
+    return DraftLoad(
+        model_id=spec.id,
+        model_name=f"the MTP blocks of {spec.name}",
+        quant=s.quant or "",
+        n_gpu_layers=on_gpu,
+        kv_k="f16",
+        kv_v="f16",
+        context=s.context,
+        bytes_on=tuple((d, n) for d, n in sorted(on.items()) if n),
+        weights_bytes=weights,
+        kv_bytes=kv,
+        compute_bytes=compute,
+        state_bytes=state,
+        mtp=True,
+        accepted_per_step=None,
+        speed_basis=speed_basis(None, "", f"MTP drafting with {spec.name}"),
     )

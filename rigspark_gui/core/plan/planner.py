@@ -226,7 +226,7 @@ def plan(
         tried: list[dict[str, int]] = [] if guessed else [held]
         guessed = False
         for _ in range(3):
-            draft = plan_draft(spec, own_rig, s, current.placement)
+            draft = plan_draft(spec, own_rig, _quant_of(s, current), current.placement)
             assert draft is not None
             on = draft.on()
             if on == held or (tried and all(n <= held.get(d, 0) for d, n in on.items())):
@@ -235,7 +235,7 @@ def plan(
             held = _draft_held(tried)
             rig = claim(claimed_rig(own_rig, projector), held)
             current = _plan_resolved(spec, rig, s, speed, full[0], full[1], kv_kld, own_rigs())
-        draft = plan_draft(spec, own_rig, s, current.placement)
+        draft = plan_draft(spec, own_rig, _quant_of(s, current), current.placement)
         return current
 
     first = follow_draft(first, ("none", False))
@@ -247,7 +247,7 @@ def plan(
         s = replace(s, context=bigger)
         if draft is not None and first.placement is not None:
             # the draft runs at the target's context (-c): its KV grows with it
-            draft = plan_draft(spec, own_rig, s, first.placement)
+            draft = plan_draft(spec, own_rig, _quant_of(s, first), first.placement)
             held = _draft_held([held, draft.on() if draft is not None else {}])
             rig = claim(claimed_rig(own_rig, projector), held)
     full = kv_pairs != "none" or ladders
@@ -295,6 +295,15 @@ def plan(
         draft=draft,
         notes=notes,
     )
+
+
+def _quant_of(s: PlanSettings, p: Plan) -> PlanSettings:
+    """`s` with the quantization the plan chose where Auto left it open: MTP blocks are
+    quantized like the rest of the target's file."""
+    if s.quant is not None:
+        return s
+    shown = next((x for x in p.paths if x.path is p.recommended), None) or p.paths[0]
+    return replace(s, quant=shown.quant) if shown.quant else s
 
 
 def _draft_held(tried: list[dict[str, int]]) -> dict[str, int]:
