@@ -1,8 +1,8 @@
 """The flags for what loads beside the model, as llama.cpp spells them: a vision/audio
 projector (`--mmproj FILE|URL`, `--text-only` / `--no-mmproj`, `--no-mmproj-offload`, the
 image size its compute buffer is sized for) and a draft model for speculative decoding
-(`--model-draft` / `-md`, `-ngld`, `-ctkd`, `-ctvd`) or the model's own MTP blocks
-(`--spec-type draft-mtp`)."""
+(`--model-draft` / `-md`, `-ngld`, `-ctkd`, `-ctvd`, `--device-draft` / `-devd`) or the
+model's own MTP blocks (`--spec-type draft-mtp`)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,15 @@ def add_draft_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the draft's layers on the GPUs, llama.cpp -ngld: a number, auto or all "
         "(default: auto, every layer)",
+    )
+    p.add_argument(
+        "--device-draft",
+        "-devd",
+        metavar="DEV1,DEV2|none",
+        help="the GPUs the draft loads on, as llama.cpp's -devd: buffer names numbered as "
+        "the rig lists its GPUs (CUDA1, Vulkan0,Vulkan1), or none to keep it on the CPU; "
+        "with several, the target's --tensor-split applies to them in order (default: the "
+        "target's GPUs)",
     )
     p.add_argument(
         "--spec-type",

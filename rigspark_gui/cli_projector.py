@@ -72,7 +72,7 @@ def fit_with_projector(
 
 
 def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
-    """`--model-draft NAME|FILE` (llama.cpp's -md) with -ngld and -ctkd/-ctvd."""
+    """`--model-draft NAME|FILE` (llama.cpp's -md) with -ngld, -ctkd/-ctvd and -devd."""
     from dataclasses import replace
 
     from rigspark_gui.cli_base import UsageError
@@ -102,6 +102,11 @@ def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
                 raise UsageError(
                     f"{flag.replace('_', '-')}: unknown cache type {value!r}"
                 ) from None
+    devd = getattr(args, "device_draft", None)
+    if devd is not None:
+        from rigspark_gui.core.launch import parse_draft_devices
+
+        kv["devices"] = parse_draft_devices(devd)
     return replace(spec, draft=DraftModel(spec=draft, quant=quant, n_gpu_layers=ngl, **kv))
 
 

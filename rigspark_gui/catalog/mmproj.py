@@ -64,9 +64,10 @@ def _text(part: PartHeader, key: str) -> str:
     return raw if isinstance(raw, str) else ""
 
 
-def projector_of(part: PartHeader, source: str = "") -> Projector:
+def projector_of(part: PartHeader, source: str = "", path: str = "") -> Projector:
     """The projector a header describes; ModelImportError (one line) when the file is
-    not an mmproj GGUF or claims sizes out of range."""
+    not an mmproj GGUF or claims sizes out of range. `path`: the file or URL it was
+    chosen as, which the launch command names."""
     fname = part.path.name
     if _text(part, "general.architecture") != "clip":
         raise import_error(fname, "not a projector (mmproj) GGUF: its architecture is not clip")
@@ -111,14 +112,15 @@ def projector_of(part: PartHeader, source: str = "") -> Projector:
         max_image_size=max_image_size(kind, patch, merge) if vision else 0,
         file_name=fname,
         source=source or str(part.path),
+        path=path,
         **dims,
     )
 
 
 def read_projector(path: str | os.PathLike[str]) -> Projector:
     """A local mmproj GGUF's projector (its header only; tensor data is never read)."""
-    p = Path(path)
-    return projector_of(read_part(p))
+    p = Path(path).expanduser()
+    return projector_of(read_part(p), path=str(p))
 
 
 def projector_from_url(url: str, cache: Path, timeout_s: float | None = None) -> Projector:
@@ -128,7 +130,7 @@ def projector_from_url(url: str, cache: Path, timeout_s: float | None = None) ->
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise RemoteError(f"--mmproj takes a file or an http(s) URL, got {url[:80]!r}")
     fetched = fetch_header(url, cache, deadline=Deadline(timeout_s))
-    return projector_of(read_part(fetched.path), source=url)
+    return projector_of(read_part(fetched.path), source=url, path=url)
 
 
 def load_projector(arg: str, cache: Path, timeout_s: float | None = None) -> Projector:

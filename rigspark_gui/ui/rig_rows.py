@@ -207,7 +207,11 @@ def _gpu_item(position: int, gpu: Gpu) -> QTreeWidgetItem:
     item.setToolTip(COL_COMPUTE, "\n".join(compute_tip))
 
     basis, basis_line = _reserve_basis(gpu)
-    item.setText(COL_RESERVE, f"{mib_text(gpu.reserve_bytes)} · {basis}")
+    # an unsourced context (Vulkan's) reads unknown; the tooltip gives what is assumed
+    unsourced = basis == "assumed"
+    item.setText(
+        COL_RESERVE, "unknown" if unsourced else f"{mib_text(gpu.reserve_bytes)} · {basis}"
+    )
     item.setToolTip(
         COL_RESERVE,
         "What this GPU loses before any buffer, which every plan subtracts: the backend's "

@@ -41,7 +41,16 @@ _ALIASES = {
     "fit_print": ("-fitp", "--fit-print"),
     "rpc": ("--rpc",),
     "swa_full": ("--swa-full",),
+    "draft_devices": ("-devd", "--device-draft", "--spec-draft-device"),
 }
+# a draft model to load (common/arg.cpp): only then does -devd place anything
+_DRAFT_MODEL = frozenset(
+    ("-md", "--model-draft", "--spec-draft-model", "-hfd", "-hfrd", "--hf-repo-draft",
+     "--spec-draft-hf")
+)  # fmt: skip
+# a GPU device name as ggml's registry spells it (CUDA0, ROCm1, Vulkan0, SYCL0, MTL0,
+# RPC[host:port])
+_DEVICE_NAME = re.compile(r"^([A-Za-z]+\d+|RPC\[[^\]]+\])$")
 _SETTING = {flag: name for name, flags in _ALIASES.items() for flag in flags}
 # flags that change nothing fit measures (sampling, serving, logging, threads, paths)
 _NO_MEMORY = re.compile(
@@ -77,6 +86,8 @@ class FitCommand:
     fit_ctx: int = 4096
     rpc: tuple[str, ...] = ()
     swa_full: bool = False
+    # -devd: the draft model's devices as named (None: the target's; (): none)
+    draft_devices: tuple[str, ...] | None = None
     # llama.cpp flags the fit reproduction does not model (named to the user)
     unmodelled: tuple[str, ...] = ()
 
@@ -97,6 +108,21 @@ def _on_off(flag: str, text: str, choices: tuple[str, ...] = ("on", "off")) -> s
     if value not in choices:
         raise InvalidSettingsError(f"{flag}: expected {' or '.join(choices)}, not {text!r}")
     return value
+
+
+def draft_devices(flag: str, value: str) -> tuple[str, ...]:
+    """`-devd` as llama.cpp's parse_device_list takes it (common/arg.cpp, b11434):
+    `none` alone, or GPU device names; the CPU, an empty list or an empty name is
+    refused as llama.cpp refuses it."""
+    names = [x.strip() for x in value.split(",")]
+    if not value.strip() or not all(names):
+        raise InvalidSettingsError(f"{flag}: no devices specified")
+    if names == ["none"]:
+        return ()
+    for name in names:
+        if name.upper() == "CPU" or name == "none" or not _DEVICE_NAME.match(name):
+            raise InvalidSettingsError(f"{flag}: invalid device: {name}")
+    return tuple(names)
 
 
 def parse_fit_command(argv: Sequence[str]) -> FitCommand:
@@ -134,6 +160,8 @@ def parse_fit_command(argv: Sequence[str]) -> FitCommand:
                 value = args[i]
         i += 1
         name = _SETTING.get(flag)
+        if flag in _DRAFT_MODEL:
+            v["has_draft"] = True
         if name is None:
             if not _NO_MEMORY.match(flag):
                 unmodelled.append(flag)
@@ -190,6 +218,11 @@ def parse_fit_command(argv: Sequence[str]) -> FitCommand:
             v["rpc"] = tuple(x.strip() for x in value.split(",") if x.strip())
         elif name == "swa_full":
             v["swa_full"] = True
+        elif name == "draft_devices":
+            v["draft_devices"] = draft_devices(flag, value)
+    if v.pop("has_draft", False) and v.get("draft_devices") is not None:
+        # fit here measures the target alone; llama.cpp counts the draft it places
+        unmodelled.append("-devd")
     if "model" not in v:
         raise InvalidSettingsError("no model: add -m FILE")
     return FitCommand(**v, unmodelled=tuple(dict.fromkeys(unmodelled)))  # type: ignore[arg-type]

@@ -3,7 +3,7 @@ SGLang, MLX, and the reverse (llama.cpp arguments read back into a placement).
 
 The public face of launch commands; other packages import from here only."""
 
-from rigspark_gui.core.launch.beside_args import split_projector_flags
+from rigspark_gui.core.launch.beside_args import parse_draft_devices, split_projector_flags
 from rigspark_gui.core.launch.cluster import (
     ClusterLaunch,
     HostScript,
@@ -53,6 +53,7 @@ __all__ = [
     "ollama_projector_on_cpu",
     "ollama_ps_processor",
     "ollama_total_vram",
+    "parse_draft_devices",
     "parse_llama_args",
     "rpc_launch",
     "serving_launch",

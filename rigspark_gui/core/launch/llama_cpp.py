@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.flash_attn import FaWhere, attention_shape, device_support, worst
-from rigspark_gui.core.launch.beside_args import beside_args
+from rigspark_gui.core.launch.beside_args import beside_args, draft_device_args, draft_pinned
 from rigspark_gui.core.launch.cpu_loading import loading_args
 from rigspark_gui.core.launch.engine import (
     Engine,
@@ -105,9 +105,11 @@ def llama_server_command(
     except InvalidPlacementError as err:
         return refuse(engine, str(err))
     prefix = buffer_prefix(rig, gpu_backend)
-    dev = llama_devices(placement, layout, rig, prefix, prefix)
+    pinned = draft_pinned(spec, s)  # -devd's GPUs: shown too, the model kept off them
+    dev = llama_devices(placement, layout, rig, prefix, prefix, pinned)
     model, model_notes = model_args(spec, quant, model_path)
     argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(layout.ngl)]
+    argv += dev.device_args
     if dev.split is not None:
         argv += ["--tensor-split", ",".join(str(c) for c in dev.split)]
     argv += layout.moe_args  # before any -ot rule: the first rule that matches wins
@@ -128,8 +130,16 @@ def llama_server_command(
         tail.append("--swa-full")
     tail += loading_args(placement, spec, quant, s, rig)  # --load-mode none / --no-repack
     tail += beside_args(spec, s, hf=model[0] == "-hf")  # --mmproj, -md ...
-    argv += tail
-    fit_argv = fit_form_argv(model, s, tail)
+    # -devd names GPUs as each form shows them: the pinned form hides unused ones
+    local = list(rig.local_gpus)
+    shown = local if dev.shown is None else [i for i in dev.shown if i in local]
+    try:
+        devd = draft_device_args(spec, s, shown, prefix)
+        fit_devd = draft_device_args(spec, s, local, prefix)
+    except InvalidPlacementError as err:
+        return refuse(engine, str(err))
+    argv += [*tail, *devd]
+    fit_argv = fit_form_argv(model, s, [*tail, *fit_devd])
     fit_env = cuda_env(rig, prefix)
     forms, why = choose_form(placement, spec, quant, s, rig, argv, fit_argv, dev.env, fit_env)
     notes = [*model_notes, *dev.notes, f"recommended: {why}"]

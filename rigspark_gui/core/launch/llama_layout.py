@@ -290,24 +290,48 @@ class LlamaDevices(NamedTuple):
     overrides: tuple[Override, ...]  # -ot rules with buffer names as the backend sees them
     env: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
+    # `--device` keeping the model to its GPUs when others are shown for a draft alone
+    device_args: tuple[str, ...] = ()
+    # rig GPUs the backend sees, in its order (None: all)
+    shown: tuple[int, ...] | None = None
 
 
 def llama_devices(
-    placement: Placement, layout: LlamaLayout, rig: Rig, prefix: str, buffers: str
+    placement: Placement,
+    layout: LlamaLayout,
+    rig: Rig,
+    prefix: str,
+    buffers: str,
+    also_show: Sequence[int] = (),
 ) -> LlamaDevices:
     """Show llama.cpp only the GPUs the placement uses; number the split and the -ot
-    buffers (named with the `buffers` prefix) as its backend then sees them."""
+    buffers (named with the `buffers` prefix) as its backend then sees them. GPUs in
+    `also_show` (a draft's -devd) are shown too, the model kept off them by `--device`
+    (common_base_params_to_speculative: -devd replaces the draft's devices only)."""
     visible = visible_gpus(placement, rig, prefix)
     split = layout.tensor_split
     if split is not None and visible is not None:
         split = tuple(split[i] for i in visible) if len(visible) > 1 else None
+    shown = visible
+    device_args: tuple[str, ...] = ()
+    if visible is not None and any(i not in visible for i in also_show):
+        shown = sorted({*visible, *also_show})
+        names = [buffer_name(gpu_device(shown.index(i)), prefix) for i in visible]
+        device_args = ("-dev", ",".join(names) or "none")
     env = list(cuda_env(rig, prefix))
     notes = list(kv_note(layout))
-    if visible is not None:
-        env.append((_VISIBLE_ENV[prefix], ",".join(str(i) for i in visible)))
-        if not visible:
+    if shown is not None:
+        env.append((_VISIBLE_ENV[prefix], ",".join(str(i) for i in shown)))
+        if not shown:
             notes.append(
                 "the GPUs are hidden: in sight of one, llama.cpp runs prompt batches on it "
                 "(faster prefill, but a GPU compute buffer this plan does not count)"
             )
-    return LlamaDevices(split, _named(layout, buffers, visible), tuple(env), tuple(notes))
+    return LlamaDevices(
+        split,
+        _named(layout, buffers, shown),
+        tuple(env),
+        tuple(notes),
+        device_args,
+        None if shown is None else tuple(shown),
+    )

@@ -28,6 +28,9 @@ class DraftModel:
     # -ctkd / -ctvd (llama.cpp's default f16)
     kv_k: KvCacheType = KvCacheType.F16
     kv_v: KvCacheType = KvCacheType.F16
+    # -devd: the rig GPUs it is pinned to, in order (None: the target command's; ():
+    # `none`, no GPU)
+    devices: tuple[int, ...] | None = None
     # accepted draft tokens per target step, from a cited measurement (None: unknown)
     accepted_per_step: float | None = None
     acceptance_source: str = ""
@@ -35,5 +38,7 @@ class DraftModel:
     def __post_init__(self) -> None:
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:
             raise ValueError("-ngld cannot be negative")
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):
+            raise ValueError("-devd names a device twice")
         if self.accepted_per_step is not None and self.accepted_per_step < 0:
             raise ValueError("an acceptance rate cannot be negative")

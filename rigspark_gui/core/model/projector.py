@@ -38,6 +38,9 @@ class Projector:
     # file name, and where its figures come from (a GGUF header read, or a listing)
     file_name: str = ""
     source: str = ""
+    # the file or URL someone chose (`--mmproj`, Choose file…), which the launch command
+    # passes as is; '' for a catalog listing, the file -hf downloads beside the model
+    path: str = ""
 
     def __post_init__(self) -> None:
         if self.weights_bytes < 0 or min(self.n_embd, self.n_head, self.n_layer) < 0:

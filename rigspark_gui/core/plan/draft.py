@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from rigspark_gui.core.errors import InvalidModelError
+from rigspark_gui.core.errors import InvalidModelError, InvalidPlacementError
 from rigspark_gui.core.launch import launch_split
 from rigspark_gui.core.memory import WeightsLayout, output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel, Geometry, ModelSpec
@@ -123,10 +123,7 @@ def plan_draft(
     g = draft.spec.geometry
     sd = replace(s, kv_k=draft.kv_k, kv_v=draft.kv_v, quant=draft.quant)
     ngl = g.n_layer + 1 if draft.n_gpu_layers is None else min(draft.n_gpu_layers, g.n_layer + 1)
-    local: list[int] = list(rig.local_gpus)
-    split: tuple[int, ...] | None = None
-    if target is not None:
-        local, split = launch_split(target, rig)
+    local, split = draft_gpus(draft, rig, target)
     placement = auto_place(g, rig, sd, ngl=ngl if local else 0, tensor_split=split, gpu_ids=local)
     layout = weights_layout(draft.spec, draft.quant)
     loads = draft_loads(placement, g, layout, rig, sd)
@@ -151,6 +148,30 @@ def plan_draft(
         accepted_per_step=draft.accepted_per_step,
         speed_basis=basis,
     )
+
+
+def draft_gpus(
+    draft: DraftModel, rig: Rig, target: Placement | None
+) -> tuple[list[int], tuple[int, ...] | None]:
+    """The rig GPUs the draft loads on and its --tensor-split over them. Without -devd,
+    the target command's (`launch_split`). -devd replaces the devices, not the split:
+    llama.cpp reads the target's --tensor-split by position over the draft's list, and
+    one device takes the whole draft in layer mode (common_base_params_to_speculative;
+    llama-model.cpp, load_tensors: an all-zero split falls back to free memory)."""
+    local: list[int] = list(rig.local_gpus)
+    split: tuple[int, ...] | None = None
+    if target is not None:
+        local, split = launch_split(target, rig)
+    if draft.devices is None:
+        return local, split
+    for i in draft.devices:
+        if i not in rig.local_gpus:
+            raise InvalidPlacementError(f"-devd: there is no GPU {i} in this machine")
+    pinned = list(draft.devices)
+    if split is None or len(pinned) < 2:
+        return pinned, None
+    by_position = tuple(split[j] if j < len(split) else 0 for j in range(len(pinned)))
+    return pinned, by_position if any(by_position) else None
 
 
 def speed_basis(accepted: float | None, source: str, what: str) -> str:
