@@ -33,6 +33,11 @@ Running
     .venv/bin/python validation/fit_suite.py [--bin DIR] [--out validation/fit_cases.json]
                                              [--only MODEL_OR_CASE ...] [--no-trace]
 
+``--buffers`` runs no fit: it compares llama.cpp's compute buffer per device (its
+``sched_reserve`` lines) with RigSpark's replay of the scheduler and ggml-alloc
+(``rigspark_gui/core/fit/alloc_replay.py``) over 96 DeepSeek-V2-Lite placements on three
+RPC servers (docs/validation-fit.md).
+
 The GGUFs go to ``validation/.work/fit/`` (ignored). They are sparse: ``llama-fit-params``
 only does dry runs (``no_alloc``, no tensor data read), so only the header is written and
 the file is extended to its full size without writing the data.
@@ -803,6 +808,93 @@ def merge(old: dict[str, object], new: dict[str, object]) -> dict[str, object]:
     return {**new, "models": models, "cases": cases}
 
 
+# ---------------------------------------------------------------- compute buffers
+
+BUFFER_MODEL = "fit-deepseek2-lite"
+_EXPS = r"blk\.{}\.ffn_(up|down|gate_up|gate)_(ch|)exps"
+_GUEST = {
+    "GATE": r"blk\.{}\.ffn_down.*",
+    "UP": r"blk\.{}\.ffn_(gate|gate_up|down).*",
+    "ATTN": r"blk\.{}\.ffn_(gate|up|gate_up|down).*",
+}
+
+
+def buffer_placements(
+    n_layer: int,
+) -> Iterator[tuple[int, tuple[int, int, int], list[tuple[str, int]]]]:
+    """(context, -ts, -ot rules as (pattern, device; 3 = CPU)) over three devices: the
+    last layer of the middle device (the first when the middle one is idle) partly on
+    the last device, or not; routed experts from three layers into the last device on
+    the CPU, or not (with neither, llama.cpp runs with pipeline parallelism)."""
+    for ctx in (4096, 16384, 40960):
+        for ts in ((9, 5, 14), (8, 0, 20), (4, 12, 12), (13, 10, 5)):
+            ends = [sum(ts[: k + 1]) for k in range(3)]
+            for kind in ("none", *_GUEST):
+                guest = (
+                    []
+                    if kind == "none"
+                    else [(_GUEST[kind].format(ends[1 if ts[1] else 0] - 1), 2)]
+                )
+                for cpu in (False, True):
+                    exps = (
+                        [(_EXPS.format(il), 3) for il in range(ends[1] + 3, n_layer)] if cpu else []
+                    )
+                    yield ctx, ts, guest + exps
+
+
+def check_buffers(tool: Tool) -> int:
+    """llama-fit-params' compute buffer per device (its `sched_reserve` lines, 0.01 MiB,
+    `-lv 5`) beside RigSpark's replay (core/fit/alloc_replay.py) for DeepSeek-V2-Lite
+    placements; exit 1 on a difference."""
+    from rigspark_gui.catalog.gguf_cache import gguf_spec
+    from rigspark_gui.core.fit import graph_deepseek2
+    from rigspark_gui.core.fit.alloc_replay import allocate, split_graph
+
+    fm = next(m for m in FIT_MODELS if m.synth.name == BUFFER_MODEL)
+    path, _ = ensure_gguf(fm)
+    g = gguf_spec(path).geometry
+    bad = total = 0
+    with rpc_servers(tool, 3) as eps:
+        names = [f"RPC0[{e}]" for e in eps]
+        for ctx, ts, rules in buffer_placements(g.n_layer):
+            ot = ",".join(f"{p}={names[b] if b < 3 else 'CPU'}" for p, b in rules)
+            args = ["--rpc", ",".join(eps), "-c", str(ctx), "-ngl", str(g.n_layer + 1)]
+            args += ["-ts", ",".join(map(str, ts)), "-lv", "5", *(["-ot", ot] if ot else [])]
+            r = tool.run(path, args)
+            got: dict[str, float] = {}
+            homes: dict[int, int] = {}
+            for ln in r.stderr.splitlines():
+                m = re.search(r"sched_reserve: +(\S+) compute buffer size = +([\d.]+) MiB", ln)
+                if m:
+                    got.setdefault(m[1], float(m[2]))
+                m = re.search(r"load_tensors: layer +(\d+) assigned to device RPC(\d)", ln)
+                if m:
+                    homes[int(m[1])] = int(m[2])
+            graph = graph_deepseek2.build(
+                g,
+                min(ctx, 512),
+                ctx,
+                [homes.get(il, 3) for il in range(g.n_layer)],
+                homes.get(g.n_layer, 3),
+                graph_deepseek2.weight_homes(rules),
+                3,
+                pin_norms=False,
+            )
+            # no -ot, every layer on a device: pipeline parallelism, 4 copies per input
+            peaks = allocate(split_graph(graph, 4, 1 if rules else 4))
+            llama = [got.get(n, 0.0) for n in names]
+            ours = [round(peaks.get(d, 0) / MiB, 2) for d in range(3)]
+            total += 1
+            bad += llama != ours
+            print(
+                f"{'ok ' if llama == ours else 'DIFF'} -c {ctx} -ts {ts} {len(rules)} rules:"
+                f" llama.cpp {llama} RigSpark {ours}",
+                flush=True,
+            )
+    print(f"{total - bad} of {total} placements agree")
+    return 1 if bad else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", type=Path, default=default_bin(), help="llama.cpp build/bin")
@@ -810,11 +902,16 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="model names (fit-llama3-8b) or case names")
     ap.add_argument("--no-trace", action="store_true", help="skip the -lv 4 trace runs")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument(
+        "--buffers", action="store_true", help="check RigSpark's compute-buffer replay instead"
+    )
     a = ap.parse_args()
     tool = Tool(a.bin, a.timeout)
     if not tool.exe.exists():
         print(f"no llama-fit-params in {a.bin} (see the docstring to build it)", file=sys.stderr)
         return 2
+    if a.buffers:
+        return check_buffers(tool)
     result = run_suite(tool, a.only, not a.no_trace, lambda s: print(s, flush=True))
     if a.only and a.out.exists():
         result = merge(json.loads(a.out.read_text()), result)

@@ -1,7 +1,9 @@
 """MTP drafting (`--spec-type draft-mtp`) against llama.cpp b11434, in exact bytes.
 
-The Qwen3.5 synthetic GGUF of synth_hybrid.py carries an MTP block after its trunk. It
-is quantized with b11434 (F32, Q8_0, Q4_K_M) and loaded on the CPU by
+Synthetic GGUFs that carry an MTP / NextN block after their trunk: Qwen3.5 and
+Nemotron-H MoE (synth_hybrid.py), DeepSeek V3.2 and GLM-5 (synth_gemma_dsa.py, the MTP
+block written last so that the mapped range grows by exactly its bytes). The Qwen3.5 one
+is quantized with b11434 (F32, Q8_0, Q4_K_M); every file is loaded on the CPU by
 validation/mtp_probe.c, which drives b11434's C API as common/speculative.cpp does
 (load_mtp, the target with n_rs_seq = 3, then the LLAMA_CONTEXT_TYPE_MTP context) and
 logs every ggml buffer's exact size; each case is also loaded without MTP, so the MTP
@@ -47,6 +49,8 @@ QUANTIZER = ROOT / "validation" / ".work" / "hybrid" / "b11434_probe"  # hybrid_
 OUT = ROOT / "validation" / "mtp_b11434.json"
 MODEL = "qwen35-gdn"
 FTYPES = {"F32": 0, "Q8_0": 7, "Q4_K_M": 15}
+# the other architectures, as written (F32 / F16), on GRID_MORE
+MORE = ("nemotron-h-moe-mtp", "deepseek32-mtp-like", "glm-dsa-mtp-like")
 # (n_ctx, n_seq, flash attention, unified)
 GRID = (
     (4096, 1, True, False),
@@ -57,6 +61,7 @@ GRID = (
     (2048, 2, False, False),
     (256, 1, True, False),
 )
+GRID_MORE = (GRID[0], GRID[1], GRID[2], GRID[4], GRID[5], GRID[6])
 _BUF = re.compile(r"^RSBUF (?P<op>alloc|mapped) (?P<name>\S+) (?P<size>\d+)$")
 _LINE = re.compile(r"(?P<kind>model|output|KV|RS|compute) buffer size =\s+(?P<mib>[\d.]+) MiB")
 
@@ -159,17 +164,28 @@ def server_lines(log: str) -> list[str]:
     return [re.sub(r"^[\d.]+ \w ", "", x).replace(str(WORK) + "/", "") for x in lines]
 
 
-def measure() -> dict[str, Any]:
-    from synth_hybrid import MODELS, write_gguf
+def write_model(name: str, path: Path) -> None:
+    """Write one of the synthetic models (MODEL or MORE) to `path`."""
+    import synth_gemma_dsa
+    import synth_hybrid
 
+    if name == MODEL:
+        synth_hybrid.write_gguf(next(x for x in synth_hybrid.MODELS if x.name == name), path)
+    elif name == synth_hybrid.NEMOTRON_MTP.name:
+        synth_hybrid.write_gguf(synth_hybrid.NEMOTRON_MTP, path)
+    else:
+        g = {**synth_gemma_dsa.MODELS, **synth_gemma_dsa.MTP_MODELS}[name]
+        synth_gemma_dsa.write_gguf(g, path, mtp_last=True)
+
+
+def measure() -> dict[str, Any]:
     from rigspark_gui.catalog.gguf_import import import_gguf
 
     if not PROBE.exists():
         build_probe()
-    m = next(x for x in MODELS if x.name == MODEL)
     src = WORK / f"{MODEL}-F32.gguf"
-    write_gguf(m, src)
-    rows = []
+    write_model(MODEL, src)
+    files: list[tuple[str, str, Path, tuple[tuple[int, int, bool, bool], ...]]] = []
     for quant, ftype in FTYPES.items():
         path = WORK / f"{MODEL}-{quant}.gguf"
         if quant != "F32":
@@ -177,35 +193,42 @@ def measure() -> dict[str, Any]:
                 [str(QUANTIZER), "quantize", str(src), str(path), str(ftype)],
                 check=True, capture_output=True,
             )  # fmt: skip
+        files.append((MODEL, quant, path, GRID if quant == "F32" else GRID[:1]))
+    for name in MORE:
+        path = WORK / f"{name}.gguf"
+        write_model(name, path)
+        files.append((name, "F32" if name.startswith("nemotron") else "F16", path, GRID_MORE))
+    rows = []
+    for name, quant, path, grid in files:
         spec = import_gguf(path)
-        for case in GRID if quant == "F32" else GRID[:1]:
+        for case in grid:
             plain, mtp = probe(path, case, False), probe(path, case, True)
             measured = {
                 # the mapped file range grows by the MTP tensors (a quantized file's
                 # repacked copies, CPU_REPACK, are apart: not planned for MTP yet)
                 "weights": mtp["target"]["mapped"] - plain["target"]["mapped"],
                 "kv": mtp["mtp"].get("KV", 0),
-                "state": mtp["target"]["RS"] - plain["target"]["RS"],
+                "state": mtp["target"].get("RS", 0) - plain["target"].get("RS", 0),
                 "output": mtp["mtp"]["output"],
                 "compute": mtp["mtp"]["compute"],
             }
             ctx, seq, fa, unified = case
-            row = {"quant": quant, "n_ctx": ctx, "n_seq": seq, "flash_attn": fa,
+            row = {"model": name, "quant": quant, "n_ctx": ctx, "n_seq": seq, "flash_attn": fa,
                    "kv_unified": unified, "measured": measured}  # fmt: skip
             row["predicted"] = predict(spec, row)
             rows.append(row)
-            print(quant, case, measured, row["predicted"], flush=True)
+            print(name, quant, case, measured, row["predicted"], flush=True)
     server: list[str] = []
     if SERVER.exists():
         server = server_lines(run_server(src, 18990))
-    return {"build": "b11434", "backend": "CPU", "model": MODEL, "rows": rows, "server": server}
+    return {"build": "b11434", "backend": "CPU", "rows": rows, "server": server}
 
 
 def main() -> None:
     if "--report" in sys.argv:
         data = json.loads(OUT.read_text())
         for r in data["rows"]:
-            print(r["quant"], r["n_ctx"], r["n_seq"], r["flash_attn"], r["measured"])
+            print(r["model"], r["quant"], r["n_ctx"], r["n_seq"], r["flash_attn"], r["measured"])
         for line in data["server"]:
             print(line)
         return

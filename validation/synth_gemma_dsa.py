@@ -195,6 +195,15 @@ MODELS: dict[str, Geometry] = {
 }
 
 
+# GLM-5 with its MTP block (num_nextn_predict_layers 1), for validation/mtp_b11434.py; kept
+# apart from MODELS (arch_b11434.py measures those)
+MTP_MODELS: dict[str, Geometry] = {
+    "glm-dsa-mtp-like": dataclasses.replace(
+        MODELS["glm-dsa-like"], n_layer=5, n_layer_nextn=1, n_head_kv_per_layer=(8, 8, 8, 8, 0)
+    ),
+}
+
+
 def _metadata(w: GGUFWriter, g: Geometry) -> None:
     a = g.architecture
     w.add_name("synthetic")
@@ -277,7 +286,9 @@ def _mtp_tensors(g: Geometry) -> list[tuple[str, tuple[int, ...], str]]:
         for name, shape in dsa_block_tensors(trunk, il):
             if name.endswith("exp_probs_b.bias"):
                 continue
-            kept = name.endswith(("norm.weight", ".bias")) or "indexer.proj" in name
+            # the trunk's type of the same tensor: a converter types a block's tensors
+            # alike whatever the block (RigSpark's list keeps indexer.proj at F16)
+            kept = name.endswith(("norm.weight", ".bias"))
             out.append((name, shape, "F32" if kept or "gate_inp" in name else "F16"))
         p = f"blk.{il}.nextn."
         out += [
@@ -289,17 +300,19 @@ def _mtp_tensors(g: Geometry) -> list[tuple[str, tuple[int, ...], str]]:
     return out
 
 
-def write_gguf(g: Geometry, path: Path, seed: int = 0) -> int:
+def write_gguf(g: Geometry, path: Path, seed: int = 0, mtp_last: bool = False) -> int:
     """The model at F16, tensors in RigSpark's synthesized order; MTP blocks (skipped by
-    llama.cpp) written in full before the output norm, as a converter orders blocks.
-    Returns the bytes of the tensors llama.cpp skips."""
+    llama.cpp) written in full before the output norm, as a converter orders blocks, or
+    with `mtp_last` at the end of the file (the mapped range then grows by exactly their
+    bytes when they are loaded). Returns the bytes of the tensors llama.cpp skips."""
     rng = np.random.default_rng(seed)
     w = GGUFWriter(str(path), g.architecture)
     _metadata(w, g)
     rows = [(t.name, t.shape, t.type) for t in synthesize_tensors(g, "F16")]
     skipped = _mtp_tensors(g) if g.n_layer_nextn else []
     at = next(i for i, r in enumerate(rows) if r[0] == "output_norm.weight")
-    for name, shape, typ in rows[:at] + skipped + rows[at:]:
+    order = rows + skipped if mtp_last else rows[:at] + skipped + rows[at:]
+    for name, shape, typ in order:
         np_shape = tuple(reversed(shape))
         if name.endswith(("norm.weight", ".scale", "layer_output_scale.weight")):
             data = np.ones(np_shape, dtype=np.float32)

@@ -43,17 +43,21 @@ _QWEN35_REC = tuple(i for i in range(8) if (i + 1) % 4 != 0)
 _NEMO_KINDS = "M-M*M-ME"  # Mamba-2, MLP, attention, MoE (nemotron_h_moe: the E layers)
 
 
-def _nemotron(arch: str, moe: bool) -> Geometry:
+def _nemotron(arch: str, moe: bool, mtp: bool = False) -> Geometry:
     kinds = _NEMO_KINDS if moe else _NEMO_KINDS.replace("E", "-")
-    kv = tuple(2 if k == "*" else 0 for k in kinds)
-    ff = tuple((384 if moe else 1536) if k in "-E" else 0 for k in kinds)
+    # the converter's folded MTP block (conversion/nemotron.py): counted as an attention
+    # and an MoE layer in the per-layer head_count_kv and feed_forward_length arrays
+    kinds += "X" if mtp else ""
+    kv = tuple(2 if k in "*X" else 0 for k in kinds)
+    ff = tuple((384 if moe else 1536) if k in "-EX" else 0 for k in kinds)
     extra: dict[str, object] = {"n_ff": 1536}  # the widest FFN, as the importer reads it
     if moe:
         extra = {"n_expert": 8, "n_expert_used": 2, "n_ff_expert": 384,
                  "n_shared_expert": 1, "n_ff_shared_expert": 768}  # fmt: skip
-        ff = tuple(384 if k in "-E" else 0 for k in kinds)  # every FFN layer is MoE
+        ff = tuple(384 if k in "-EX" else 0 for k in kinds)  # every FFN layer is MoE
     return _g(
-        architecture=arch, n_layer=len(kinds), n_embd=512, n_head=8, n_head_kv=2,
+        architecture=arch, n_layer=len(kinds), n_layer_nextn=int(mtp), n_embd=512, n_head=8,
+        n_head_kv=2,
         n_head_kv_per_layer=kv, head_dim_k=64, head_dim_v=64, n_ff_per_layer=ff,
         recurrent_layers=tuple(i for i, k in enumerate(kinds) if k == "M"),
         ssm_d_conv=4, ssm_d_inner=1024, ssm_d_state=64, ssm_dt_rank=16, ssm_n_group=2,
@@ -123,6 +127,9 @@ MODELS: tuple[HybridSynth, ...] = (
     ),
 )
 # fmt: on
+# Nemotron 3 Super's layout: the Nemotron-H MoE trunk and its MTP block (attention + MoE),
+# for validation/mtp_b11434.py
+NEMOTRON_MTP = HybridSynth("nemotron-h-moe-mtp", _nemotron("nemotron_h_moe", True, mtp=True))
 
 
 def _mtp_block(g: Geometry, il: int) -> list[tuple[str, Shape]]:
@@ -148,6 +155,31 @@ def _mtp_block(g: Geometry, il: int) -> list[tuple[str, Shape]]:
     ]
 
 
+def _nemotron_mtp_block(g: Geometry, il: int) -> list[tuple[str, Shape]]:
+    """A Nemotron-H MoE MTP block (src/models/nemotron-h.cpp): the NextN tensors, an
+    attention sub-layer and a MoE sub-layer after post_attention_norm."""
+    e, p = g.n_embd, f"blk.{il}."
+    kv = g.n_head_kv * g.head_dim_k
+    out: list[tuple[str, Shape]] = [
+        (p + "nextn.enorm.weight", (e,)),
+        (p + "nextn.hnorm.weight", (e,)),
+        (p + "nextn.eh_proj.weight", (2 * e, e)),
+        (p + "nextn.shared_head_norm.weight", (e,)),
+        (p + "attn_norm.weight", (e,)),
+        (p + "attn_q.weight", (e, g.n_head * g.head_dim_k)),
+        (p + "attn_k.weight", (e, kv)),
+        (p + "attn_v.weight", (e, kv)),
+        (p + "attn_output.weight", (g.n_head * g.head_dim_k, e)),
+        (p + "post_attention_norm.weight", (e,)),
+        (p + "ffn_gate_inp.weight", (e, g.n_expert)),
+        (p + "exp_probs_b.bias", (g.n_expert,)),
+        (p + "ffn_up_exps.weight", (e, g.n_ff_expert, g.n_expert)),
+        (p + "ffn_down_exps.weight", (g.n_ff_expert, e, g.n_expert)),
+    ]
+    fs = g.n_ff_shared_expert
+    return [*out, (p + "ffn_up_shexp.weight", (e, fs)), (p + "ffn_down_shexp.weight", (fs, e))]
+
+
 def tensors(m: HybridSynth) -> list[tuple[str, Shape]]:
     g = m.geometry
     first, *last = global_tensors(g)
@@ -156,8 +188,9 @@ def tensors(m: HybridSynth) -> list[tuple[str, Shape]]:
     for il in range(trunk):
         out += block_tensors(g, il)
     out += [(n, s) for n, s, *_ in last]
+    mtp = _nemotron_mtp_block if g.architecture == "nemotron_h_moe" else _mtp_block
     for il in range(trunk, g.n_layer):
-        out += _mtp_block(g, il)
+        out += mtp(g, il)
     return out
 
 
@@ -170,7 +203,7 @@ def _metadata(w: GGUFWriter, m: HybridSynth) -> None:
     w.add_embedding_length(g.n_embd)
     w.add_block_count(n_all)
     w.add_head_count(g.n_head)
-    if g.n_head_kv_per_layer is not None and not g.n_layer_nextn:
+    if g.n_head_kv_per_layer is not None and (not g.n_layer_nextn or arch == "nemotron_h_moe"):
         w.add_array(a + "attention.head_count_kv", list(g.n_head_kv_per_layer))
     else:
         w.add_head_count_kv(g.n_head_kv)
@@ -214,6 +247,8 @@ def _metadata(w: GGUFWriter, m: HybridSynth) -> None:
             w.add_bool(a + "expert_weights_norm", True)
             w.add_float32(a + "expert_weights_scale", 1.0)
             w.add_uint32(a + "expert_gating_func", 2)  # sigmoid
+        if g.n_layer_nextn:
+            w.add_uint32(a + "nextn_predict_layers", g.n_layer_nextn)
     if arch.startswith("lfm2"):
         w.add_uint32(a + "shortconv.l_cache", g.shortconv_l_cache)
         if g.n_dense_lead:

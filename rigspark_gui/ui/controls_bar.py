@@ -25,6 +25,7 @@ from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.units import parse_token_count
 from rigspark_gui.ui.draft_combo import DraftCombo, draft_candidates
+from rigspark_gui.ui.loading_controls import LoadingControls
 from rigspark_gui.ui.model_picker import ModelPicker
 from rigspark_gui.ui.projector_controls import ProjectorControls
 from rigspark_gui.ui.quant_combo import QuantCombo
@@ -164,6 +165,9 @@ class ControlsBar(QWidget):
         # the projector file, image size and Keep on CPU, in a panel under one button
         self.projector = ProjectorControls(session, self)
         self.projector.message.connect(self.message)
+        # how the weights load (mmap / --load-mode none, --no-repack), in a panel too
+        self.loading = LoadingControls(session, self)
+        self.loading.message.connect(self.message)
         self.draft = DraftCombo()
         self.draft.currentIndexChanged.connect(
             lambda _i: None if self._syncing else session.set_draft(self.draft.currentData())
@@ -272,6 +276,7 @@ class ControlsBar(QWidget):
         beside.setContentsMargins(0, 0, 4, 0)
         beside.addWidget(self.text_only)
         beside.addWidget(self.projector.button)
+        beside.addWidget(self.loading.button)
         beside.addSpacing(6)
         beside.addWidget(labelled("&Draft", self.draft))
         beside.addWidget(self.draft)

@@ -34,6 +34,9 @@ SETTING_KEYS = (
     # the projector: on the CPU (--no-mmproj-offload), the image size ('' = warm-up)
     "mmproj_offload",
     "image_size",
+    # how llama.cpp loads the weights: mmap ('' = decided by the plan), repack
+    "mmap",
+    "repack",
 )
 _OPTIONAL_INTS = ("tensor_parallel", "pipeline_parallel", "max_num_seqs")
 
@@ -65,6 +68,10 @@ def saved_settings(q: QSettings) -> dict[str, object]:
             values[key] = n if 1 <= n <= SETTING_RANGES[key][1] else ""
         elif key in ("flash_attn", "mmproj_offload"):
             values[key] = raw.lower() == "true"
+        elif key in ("mmap", "repack"):
+            # True / False; mmap '' is left to the plan (None below); else dropped
+            left_open = raw == "" and key == "mmap"
+            values[key] = "" if left_open else {"true": True, "false": False}.get(raw.lower())
         elif key in ("quant", "gpu_backend"):
             values[key] = raw or None
         elif key in _OPTIONAL_INTS:

@@ -13,7 +13,7 @@ import pytest
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.launch.beside_args import beside_args
 from rigspark_gui.core.memory import recurrent_state_bytes
-from rigspark_gui.core.model import ModelSpec
+from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.plan.draft import plan_draft
 from rigspark_gui.core.plan.mtp import (
     DRAFT_N_MAX,
@@ -29,7 +29,9 @@ from tests.conftest import simple_speed_model
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "validation"))
 
-from synth_hybrid import MODELS, _mtp_block  # noqa: E402
+from synth_gemma_dsa import MODELS as DSA  # noqa: E402
+from synth_gemma_dsa import MTP_MODELS as DSA_MTP  # noqa: E402
+from synth_hybrid import MODELS, NEMOTRON_MTP, _mtp_block, _nemotron_mtp_block  # noqa: E402
 
 MIB = 1 << 20
 QWEN35 = next(m for m in MODELS if m.name == "qwen35-gdn").geometry
@@ -117,6 +119,39 @@ def test_refusals() -> None:
         from rigspark_gui.core.plan.mtp import mtp_loads
 
         mtp_loads(spec(), card(), settings(flash_attn=False), None, kv_v=KvCacheType.Q8_0)
+
+
+def test_b11434_refusals_are_one_line_each() -> None:
+    from rigspark_gui.core.plan.mtp import check_mtp
+
+    dsv4 = replace(QWEN35, architecture="deepseek4")
+    with pytest.raises(InvalidSettingsError, match=r"deepseek4 .* not planned yet"):
+        check_mtp(spec(dsv4), settings())
+    gemma = replace(QWEN35, architecture="gemma4", n_layer_nextn=0, n_head_kv_per_layer=None)
+    with pytest.raises(InvalidSettingsError, match="gemma4-assistant"):
+        check_mtp(spec(gemma), settings())
+
+
+def test_nemotron_mtp_block_is_attention_plus_moe() -> None:
+    """Nemotron-H MoE's folded MTP block: the converter's tensors (the synthetic file's,
+    which b11434 loads), its KV heads from the file's per-layer array."""
+    g = NEMOTRON_MTP.geometry
+    want = sorted(_nemotron_mtp_block(g, g.n_layer - 1))
+    assert sorted(mtp_tensors(g)) == want
+    assert any(n.endswith("post_attention_norm.weight") for n, _ in want)
+    assert not any("gate_exps" in n for n, _ in want)  # ReLU^2 experts: no gate
+
+
+def test_dsa_mtp_blocks_load_their_indexer_but_cache_no_indexer_keys() -> None:
+    """DeepSeek V3.2 / GLM-5: the indexer weights load with the MTP block, the router
+    bias loads with the trunk; the MTP cache is MLA's latent row alone."""
+    for g in (DSA["deepseek32-mtp-like"], DSA_MTP["glm-dsa-mtp-like"]):
+        names = [n for n, _ in mtp_tensors(g)]
+        assert "blk.4.indexer.attn_k.weight" in names
+        assert not any("exp_probs_b" in n for n in names)
+        s = settings(context=4096)
+        row = 2 * ((g.kv_lora_rank or 0) + (g.rope_head_dim or 0))
+        assert mtp_kv_bytes(g, s, KvCacheType.F16, KvCacheType.F16) == row * 4096
 
 
 def test_the_launch_command_carries_the_spec_type() -> None:

@@ -1,9 +1,9 @@
-"""MTP drafting against llama.cpp b11434 (validation/mtp_b11434.py): for the Qwen3.5
-synthetic GGUF with its MTP block (F32, Q8_0, Q4_K_M), core/plan/mtp.py gives the MTP
-weights, the MTP context's KV and output buffer and the target's extra recurrent rows
-to the byte as b11434 allocated them, and its compute buffer within the validation
-tolerance. The rows are kept in validation/mtp_b11434.json; the headers are re-read from
-freshly written files."""
+"""MTP drafting against llama.cpp b11434 (validation/mtp_b11434.py): for the synthetic
+GGUFs with an MTP block (Qwen3.5 at F32, Q8_0, Q4_K_M; Nemotron-H MoE, DeepSeek V3.2 and
+GLM-5 as written), core/plan/mtp.py gives the MTP weights, the MTP context's KV, output
+and compute buffers and the target's extra recurrent rows to the byte as b11434
+allocated them on the CPU. The rows are kept in validation/mtp_b11434.json; the headers
+are re-read from freshly written files."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "validation"))
 sys.path.insert(0, str(ROOT))
 
 from validation.agreement import compute_tolerance  # noqa: E402
-from validation.mtp_b11434 import MODEL, predict  # noqa: E402
+from validation.mtp_b11434 import MODEL, MORE, predict, write_model  # noqa: E402
 
 DATA = json.loads((ROOT / "validation" / "mtp_b11434.json").read_text())
 EXACT = ("weights", "kv", "state", "output")
@@ -30,15 +30,16 @@ EXACT = ("weights", "kv", "state", "output")
 
 @pytest.fixture(scope="module")
 def f32_spec(tmp_path_factory: pytest.TempPathFactory) -> ModelSpec:
-    from synth_hybrid import MODELS, write_gguf
-
     path = tmp_path_factory.mktemp("mtp") / f"{MODEL}-F32.gguf"
-    write_gguf(next(m for m in MODELS if m.name == MODEL), path)
+    write_model(MODEL, path)
     return import_gguf(path)
 
 
-def _rows(quant: str) -> list[dict[str, Any]]:
-    return [r for r in DATA["rows"] if r["quant"] == quant]
+def _rows(quant: str, model: str = MODEL) -> list[dict[str, Any]]:
+    return [r for r in DATA["rows"] if r["quant"] == quant and r["model"] == model]
+
+
+MORE_ROWS = [r for r in DATA["rows"] if r["model"] in MORE]
 
 
 def test_the_recording_covers_the_settings() -> None:
@@ -46,7 +47,10 @@ def test_the_recording_covers_the_settings() -> None:
     assert DATA["build"] == "b11434" and len(rows) >= 6
     assert {r["flash_attn"] for r in rows} == {True, False}
     assert {r["n_seq"] for r in rows} >= {1, 2, 4} and any(r["kv_unified"] for r in rows)
-    assert {r["quant"] for r in DATA["rows"]} == {"F32", "Q8_0", "Q4_K_M"}
+    assert {r["quant"] for r in DATA["rows"] if r["model"] == MODEL} == {"F32", "Q8_0", "Q4_K_M"}
+    for name in MORE:
+        rows = [r for r in MORE_ROWS if r["model"] == name]
+        assert len(rows) >= 6 and {r["flash_attn"] for r in rows} == {True, False}
 
 
 @pytest.mark.parametrize("i", range(len(_rows("F32"))))
@@ -55,8 +59,27 @@ def test_f32_rows(f32_spec: ModelSpec, i: int) -> None:
     got, want = predict(f32_spec, row), row["measured"]
     for k in EXACT:
         assert got[k] == want[k], (k, row)
-    if row["n_ctx"] >= 512:  # a full ubatch of 512 tokens: the formula's own cases
-        assert got["compute"] == want["compute"], row
+    assert got["compute"] == want["compute"], row
+
+
+@pytest.fixture(scope="module")
+def more_specs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelSpec]:
+    d = tmp_path_factory.mktemp("mtp-more")
+    out = {}
+    for name in MORE:
+        write_model(name, d / f"{name}.gguf")
+        out[name] = import_gguf(d / f"{name}.gguf")
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(MORE_ROWS)))
+def test_other_architectures(more_specs: dict[str, ModelSpec], i: int) -> None:
+    """Nemotron-H MoE (GQA without RoPE, the MoE on the output rows alone), DeepSeek V3.2
+    and GLM-5 (absorbed MLA, no indexer cache): every figure to the byte."""
+    row = MORE_ROWS[i]
+    got, want = predict(more_specs[row["model"]], row), row["measured"]
+    for k in (*EXACT, "compute"):
+        assert got[k] == want[k], (k, row)
     assert abs(got["compute"] - want["compute"]) <= compute_tolerance(want["compute"])
 
 

@@ -15,12 +15,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
+from rigspark_gui.core.fit import graph_deepseek2
+from rigspark_gui.core.fit.alloc_replay import allocate, split_graph
 from rigspark_gui.core.fit.search import (
+    ALL_EXPERTS_PATTERN,
     LayerFraction,
     Measurement,
     Override,
     Probe,
     Use,
+    overflow_pattern,
 )
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import (
@@ -28,7 +32,10 @@ from rigspark_gui.core.memory import (
     TensorRow,
     device_compute_bytes,
     gguf_padded,
+    kv_cells_per_stream,
+    kv_streams,
     kv_total_bytes,
+    n_graph_tokens,
     repack_for,
     synth_rows,
     weights_layout,
@@ -146,6 +153,7 @@ class FitMeasure:
         self._moved_cache: dict[LayerFraction, tuple[int, ...]] | None = None
         self._evaluators: dict[int, FitEvaluator] = {}
         self._features = tuple(rig.cpu.features)
+        self._replays: dict[Probe, tuple[int, ...] | None] = {}
 
     def _evaluator(self, context: int) -> FitEvaluator:
         ev = self._evaluators.get(context)
@@ -205,6 +213,9 @@ class FitMeasure:
         RPC devices report async compute and events, so fit's dry runs keep them."""
         if rpc_cpu_host(d) is None:
             return t.compute_bytes
+        replayed = self._replay(probe, ranges)
+        if replayed is not None:
+            return replayed[self.devices.index(d)]
         n = self.g.n_layer
         layers = [il for dev, lo, hi in ranges if dev == d for il in range(lo, min(hi, n))]
         head = any(dev == d and hi > n for dev, _, hi in ranges)
@@ -234,11 +245,74 @@ class FitMeasure:
         overflowing FFN part (RPC devices; see `_guest_ffn_bytes`)."""
         if rpc_cpu_host(d) is None:
             return 0
+        replayed = self._replay(probe, self._ranges(probe))
+        if replayed is not None:
+            return replayed[self.devices.index(d)]
         i = self.devices.index(d)
         keep = next((o.keep for o in probe.overrides if o.to_device == i), None)
         if keep is None:
             return 0
         return _guest_ffn_bytes(self.g, replace(self.s, context=probe.context), keep)[1]
+
+    def _replay(self, probe: Probe, ranges: list[tuple[str, int, int]]) -> tuple[int, ...] | None:
+        """Each device's compute buffer from a replay of the scheduler and ggml-alloc over
+        the model's graph (alloc_replay), where the graph is modelled (graph_deepseek2:
+        its peak depends on where earlier tensors left holes, which no per-phase formula
+        follows, e.g. when a device also runs another's overflowing FFN tensors) and
+        every device is an RPC server's CPU; else None. Pipeline copies as `_compute`."""
+        if probe in self._replays:
+            return self._replays[probe]
+        s = replace(self.s, context=probe.context)
+        n_dev, n = len(self.devices), self.g.n_layer
+        pipeline = (
+            n_dev > 1
+            and all(dev != CPU for dev, _, _ in ranges)
+            and not (probe.overrides or probe.all_experts_on_cpu)
+        )
+        ok = (
+            graph_deepseek2.covers(
+                self.g,
+                s.flash_attn,
+                None if self.spec.tensors is None else (t.name for t in self.spec.tensors),
+            )
+            and all(rpc_cpu_host(d) is not None for d in self.devices)
+            and kv_streams(s) == 1
+            and not s.kv_k.quantized
+        )
+        result: tuple[int, ...] | None = None
+        if ok:
+            back = {d: i for i, d in enumerate(self.devices)}
+            layer_home = [n_dev] * n
+            head = n_dev
+            for dev, lo, hi in ranges:
+                for il in range(lo, min(hi, n)):
+                    layer_home[il] = back.get(dev, n_dev)
+                if hi > n:
+                    head = back.get(dev, n_dev)
+            rules = [
+                (overflow_pattern(o.layer, o.keep), n_dev if o.to_device is None else o.to_device)
+                for o in probe.overrides
+            ]
+            if probe.all_experts_on_cpu:
+                rules.append((ALL_EXPERTS_PATTERN, n_dev))
+            graph = graph_deepseek2.build(
+                self.g,
+                n_graph_tokens(s),
+                kv_cells_per_stream(self.g, 0, s),
+                layer_home,
+                head,
+                graph_deepseek2.weight_homes(rules),
+                n_dev,
+                # fit's dry run sizes the buffers with ggml_backend_sched_reserve_size,
+                # which resets the scheduler before splitting: the norms llama-context's
+                # callback pinned to their layer's device are unpinned again
+                pin_norms=False,
+            )
+            copies = PIPELINE_COPIES if pipeline else 1
+            peaks = allocate(split_graph(graph, n_dev + 1, copies))
+            result = tuple(peaks.get(i, 0) for i in range(n_dev))
+        self._replays[probe] = result
+        return result
 
     def _apply(self, o: Override, layer_dev: dict[int, str], weights: dict[str, int]) -> None:
         d = layer_dev.get(o.layer, CPU)

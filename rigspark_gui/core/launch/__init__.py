@@ -11,6 +11,7 @@ from rigspark_gui.core.launch.cluster import (
     serving_launch,
 )
 from rigspark_gui.core.launch.commands import launch_command, launch_commands
+from rigspark_gui.core.launch.cpu_loading import cpu_repacks
 from rigspark_gui.core.launch.engine import Engine, LaunchCommand
 from rigspark_gui.core.launch.llama_cpp import (
     apply_llama_args,
@@ -39,6 +40,7 @@ __all__ = [
     "HostScript",
     "LaunchCommand",
     "apply_llama_args",
+    "cpu_repacks",
     "koboldcpp_command",
     "launch_command",
     "launch_commands",

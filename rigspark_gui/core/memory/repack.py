@@ -157,10 +157,12 @@ NO_REPACK_FLAG = "--no-repack"
 def reads_in(s: PlanSettings, repacks: bool) -> bool:
     """Whether the plan loads the weights without mmap: when told to, or, left open
     (mmap None), when the CPU backend repacks some of them on an engine whose launch
-    can say so."""
+    can say so. An engine whose command cannot carry the flag loads its own way."""
+    if s.backend not in LOAD_FLAG_BACKENDS:
+        return False
     if s.mmap is not None:
         return not s.mmap
-    return repacks and s.repack and s.backend in LOAD_FLAG_BACKENDS
+    return repacks and s.repack
 
 
 def repack_for(
@@ -168,8 +170,9 @@ def repack_for(
 ) -> RepackBytes | None:
     """cpu_repack_bytes, cached for catalog models (their tensors are synthesized); with
     `s`, what its loading settings leave resident beside the file's own bytes (nothing
-    with --no-repack; only a tied head's copy when read in without mmap)."""
-    if not features or (s is not None and not s.repack):
+    with --no-repack; only a tied head's copy when read in without mmap; an engine
+    whose command cannot carry those flags keeps llama.cpp's default, as planned)."""
+    if not features or (s is not None and not s.repack and s.backend in LOAD_FLAG_BACKENDS):
         return None
     if spec.tensors is None:
         r = _synth_repack(spec.geometry, quant, tuple(sorted(features)))

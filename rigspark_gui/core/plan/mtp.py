@@ -12,7 +12,8 @@
   MTP layers alone (`il >= n_layer()`), of the draft cache types -ctkd / -ctvd (default
   f16, `common_base_params_to_speculative`), on each layer's device.
 - Compute: that context reserves its graph (one MTP block and the head) with
-  `n_outputs_max` = n_parallel logits rows, and its own host output buffer.
+  `n_outputs_max` = n_parallel logits rows, and its own host output buffer; on the CPU
+  the buffer is read off the MTP graphs (core/plan/mtp_compute.py).
 - The target's recurrent state: `cparams.n_rs_seq = draft.n_max` (common.h
   need_n_rs_seq, default 3) keeps that many rollback rows per sequence on every
   recurrent layer of the architectures that allow it (ROLLBACK_ARCHS).
@@ -29,7 +30,6 @@ from dataclasses import replace
 
 from rigspark_gui.core.errors import InvalidSettingsError
 from rigspark_gui.core.memory import (
-    DELTANET_ARCHS,
     ROLLBACK_ARCHS,
     attn_v_ffn_down_counts,
     block_tensors,
@@ -37,15 +37,14 @@ from rigspark_gui.core.memory import (
     gguf_padded,
     host_compute_bytes,
     kv_cells,
-    kv_cells_per_stream,
     kv_row_pair_bytes,
-    n_graph_tokens,
     output_buffer_bytes,
     recipe_context,
     recurrent_state_bytes,
 )
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, chooser, row_bytes
 from rigspark_gui.core.placement import Placement
+from rigspark_gui.core.plan.mtp_compute import mtp_cpu_compute_bytes
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 
@@ -54,10 +53,36 @@ CPU = "cpu"
 # the rollback rows of the target's recurrent state (need_n_rs_seq)
 DRAFT_N_MAX = 3
 # Architectures whose MTP context holds a plain KV cache of the MTP layers alone
-# (src/llama-model.cpp create_memory) and whose MTP block is a trunk-style block plus the
-# NextN tensors (src/models/qwen35.cpp, qwen35moe.cpp, qwen3next.cpp, glm4-moe.cpp,
-# deepseek2.cpp load_block_mtp / nextn)
-MTP_ARCHS = frozenset({"qwen35", "qwen35moe", "qwen3next", "glm4moe", "deepseek2"})
+# (src/llama-model.cpp create_memory: the default branch's filter il >= n_layer() for
+# qwen35 / qwen35moe / qwen3next / glm4moe / deepseek2 / nemotron_h_moe, the
+# LLAMA_CONTEXT_TYPE_MTP branch of deepseek32 / glm-dsa) and whose MTP block is a
+# trunk-style block plus the NextN tensors (load_arch_tensors and graph_mtp of
+# src/models/qwen35.cpp, qwen35moe.cpp, qwen3next.cpp, glm4-moe.cpp, deepseek2.cpp,
+# deepseek32.cpp, glm-dsa.cpp, nemotron-h.cpp / nemotron-h-moe.cpp)
+MTP_ARCHS = frozenset(
+    {
+        "qwen35",
+        "qwen35moe",
+        "qwen3next",
+        "glm4moe",
+        "deepseek2",
+        "deepseek32",
+        "glm-dsa",
+        "nemotron_h_moe",
+    }
+)
+# DeepSeek sparse attention: the MTP block loads its indexer weights (required on
+# deepseek32, TENSOR_NOT_REQUIRED on glm-dsa: counted as the converter writes the whole
+# block) but its graph runs dense MLA, so the MTP cache has no indexer keys; the router
+# bias exp_probs_b is created without the MTP flags and loads with the trunk
+DSA_MTP_ARCHS = frozenset({"deepseek32", "glm-dsa"})
+# What b11434 drafts otherwise, as one line each
+NOT_PLANNED = {
+    "deepseek4": "MTP drafting on deepseek4 (DeepSeek V4: a sliding-window MTP cache and "
+    "hyper-connection head, src/models/deepseek4.cpp graph_mtp) is not planned yet",
+    "gemma4": "Gemma 4 has no MTP block of its own: b11434 drafts it with a separate "
+    "gemma4-assistant model (-md with --spec-type draft-mtp), not planned here",
+}
 
 _Tensors = list[tuple[str, tuple[int, ...]]]
 
@@ -69,6 +94,8 @@ def mtp_layers(g: Geometry) -> range:
 def check_mtp(spec: ModelSpec, s: PlanSettings) -> None:
     """What llama.cpp refuses, or RigSpark cannot plan yet, as one line."""
     g = spec.geometry
+    if g.architecture in NOT_PLANNED:
+        raise InvalidSettingsError(NOT_PLANNED[g.architecture])
     if not g.n_layer_nextn:
         raise InvalidSettingsError(
             f"{spec.name} has no MTP / NextN blocks: llama.cpp refuses --spec-type "
@@ -85,27 +112,51 @@ def check_mtp(spec: ModelSpec, s: PlanSettings) -> None:
         )
 
 
-def _trunk_like(g: Geometry) -> Geometry:
-    """`g` with its MTP blocks as ordinary attention blocks (their KV heads the model's
-    n_head_kv, which llama.cpp reads for every layer when the file gives one value)."""
+def _trunk_like(g: Geometry, indexer: bool = False) -> Geometry:
+    """`g` with its MTP blocks as ordinary attention blocks: their KV heads the file's
+    per-layer value where it gives one (Nemotron-H's arrays cover the MTP block), else
+    the model's n_head_kv (llama.cpp reads it for every layer from a single value); no
+    DSA indexer unless `indexer` (its weights, never its cache)."""
     kv = g.n_head_kv_per_layer
     if kv is not None:
         first = g.n_layer - g.n_layer_nextn
-        kv = tuple(h if il < first else g.n_head_kv for il, h in enumerate(kv))
+        kv = tuple(h if il < first or h else g.n_head_kv for il, h in enumerate(kv))
     return replace(
-        g, n_layer_nextn=0, n_head_kv_per_layer=kv, indexer_head_size=0, indexer_layers=None
+        g,
+        n_layer_nextn=0,
+        n_head_kv_per_layer=kv,
+        indexer_head_size=g.indexer_head_size if indexer else 0,
+        indexer_layers=None,
     )
+
+
+def _nemotron_mtp_block(t: Geometry, il: int) -> _Tensors:
+    """Nemotron-H MoE's MTP block (src/models/nemotron-h.cpp): an attention sub-layer
+    (the trunk's attention layer) and a MoE sub-layer after post_attention_norm (the
+    trunk's MoE layer without its attn_norm)."""
+    assert t.n_ff_per_layer is not None
+    ff = list(t.n_ff_per_layer)
+    ff[il] = 0
+    attn = block_tensors(replace(t, n_ff_per_layer=tuple(ff)), il)
+    ff[il] = t.n_ff_expert
+    moe = block_tensors(replace(t, n_ff_per_layer=tuple(ff)), il)[1:]
+    return [*attn, (f"blk.{il}.post_attention_norm.weight", (t.n_embd,)), *moe]
 
 
 def mtp_tensors(g: Geometry) -> _Tensors:
     """Names and ggml shapes of the MTP blocks' tensors, as the converter writes them and
     llama.cpp loads them with load_mtp (the optional nextn.embed_tokens and
     shared_head_head, absent from Qwen3.5 / GLM / DeepSeek files, left out)."""
-    t = _trunk_like(g)
+    dsa = g.architecture in DSA_MTP_ARCHS
+    t = _trunk_like(g, indexer=dsa)
     e = g.n_embd
     out: _Tensors = []
     for il in mtp_layers(g):
-        out += block_tensors(t, il)
+        if g.architecture == "nemotron_h_moe":
+            out += _nemotron_mtp_block(t, il)
+        else:
+            block = block_tensors(t, il)
+            out += [x for x in block if not (dsa and x[0].endswith("exp_probs_b.bias"))]
         p = f"blk.{il}.nextn."
         out += [
             (p + "eh_proj.weight", (2 * e, e)),
@@ -118,18 +169,16 @@ def mtp_tensors(g: Geometry) -> _Tensors:
 
 def _typer(spec: ModelSpec, quant: str | None) -> Callable[[str, tuple[int, ...]], str]:
     """Each MTP tensor's ggml type: where the file's tensors are known, the type of the
-    same tensor in the last trunk block with attention (1-D: F32; eh_proj as that block's
-    attn_output); else llama-quantize's recipe for `quant`."""
+    same tensor in the last trunk block that has it (Nemotron-H keeps attention and MoE
+    in separate layers; 1-D: F32; eh_proj as the last attn_output); else llama-quantize's
+    recipe for `quant`."""
     g = spec.geometry
     if spec.tensors is not None:
         trunk = g.n_layer - g.n_layer_nextn
-        attn = [il for il in range(trunk) if il not in g.recurrent_layers]
-        last = attn[-1] if attn else trunk - 1
-        types = {
-            x.name.split(".", 2)[2]: x.type
-            for x in spec.tensors
-            if x.layer == last and x.name.startswith(f"blk.{last}.")
-        }
+        types: dict[str, str] = {}
+        for x in sorted(spec.tensors, key=lambda x: -1 if x.layer is None else x.layer):
+            if x.layer is not None and x.layer < trunk and x.name.startswith("blk."):
+                types[x.name.split(".", 2)[2]] = x.type  # the last layer's type wins
         fallback = types.get("attn_output.weight", "F16")
 
         def of_file(name: str, shape: tuple[int, ...]) -> str:
@@ -203,30 +252,6 @@ def _mtp_graph_geometry(g: Geometry, s: PlanSettings) -> Geometry:
     )
 
 
-def mtp_cpu_compute_bytes(one: Geometry, s: PlanSettings) -> int:
-    """The MTP context's CPU compute buffer (ggml-alloc's best fit over the MTP graph of
-    src/models/qwen35.cpp: the hidden-state input, the token embeddings, their concat
-    and eh_proj, one attention block and the head). Measured on b11434
-    (validation/mtp_b11434.json): its inputs (36 B a token and 32 B) and one row sit
-    under the KQ mask, with on top the FFN's gate, up and swiglu or, without flash
-    attention, the f32 scores beside Q (gated on DeltaNet models: twice as wide) and
-    three rows; without flash attention V's row indices are per element."""
-    t = n_graph_tokens(s)
-    row = 4 * one.n_embd * t
-    n_kv = kv_cells_per_stream(one, 0, s)
-    mask = (2 if s.flash_attn else 4) * n_kv * t
-    ffn = 3 * 4 * max(one.n_ff, one.n_ff_expert * max(one.n_expert_used, 1)) * t
-    peak = ffn
-    extra = 0
-    if not s.flash_attn:
-        gate = 2 if one.architecture in DELTANET_ARCHS else 1
-        q = gate * 4 * one.n_head * one.head_dim_k * t
-        peak = max(ffn, 4 * n_kv * t * one.n_head + q + 3 * row)
-        extra = 8 * t * one.head_dim_v * one.n_head_kv - 8 * t
-    peak = max(peak, 4 * one.n_vocab * t + row)
-    return mask + peak + row + 36 * t + 32 + extra
-
-
 def mtp_compute_bytes(
     g: Geometry, s: PlanSettings, layer_dev: str, out_dev: str, kv_k: KvCacheType
 ) -> dict[str, int]:
@@ -235,7 +260,7 @@ def mtp_compute_bytes(
     sd = replace(s, kv_k=kv_k)
     on: dict[str, int] = {}
     if layer_dev == CPU:
-        on[CPU] = mtp_cpu_compute_bytes(one, sd)
+        on[CPU] = mtp_cpu_compute_bytes(replace(one, n_vocab=g.n_vocab), sd, g.n_vocab)
         if out_dev != CPU:
             on[out_dev] = device_compute_bytes(one, sd, [], True)
     else:
