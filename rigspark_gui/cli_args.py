@@ -334,7 +334,8 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
         "--mmap",
         action=argparse.BooleanOptionalAction,
         help="--no-mmap: read the weights in (llama.cpp --load-mode none; --no-mmap before "
-        "b11434) (default: so where the CPU repacks weights, else mapped)",
+        "b11434; koboldcpp without --usemmap; Ollama use_mmap false) (default: llama.cpp "
+        "reads in where the CPU repacks weights, else maps; the others load their own way)",
     )
     p.add_argument(
         "--no-repack", action="store_true", help="llama.cpp --no-repack (default: repacked)"

@@ -53,7 +53,8 @@ def add_draft_args(p: argparse.ArgumentParser) -> None:
         choices=("draft-simple", "draft-mtp"),
         metavar="TYPE",
         help="speculative decoding as llama.cpp's --spec-type: draft-mtp drafts with the "
-        "model's own MTP / NextN blocks (Qwen3.5/3.6, GLM-4.5/4.7, DeepSeek V3), loading "
+        "model's own MTP / NextN blocks, where its GGUF has them (GLM-4.5/4.7, GLM-5, "
+        "DeepSeek V3.2, Nemotron 3 Super, Qwen3.5/3.6 files converted with them), loading "
         "them with a draft context of their own; draft-simple (llama.cpp's default with "
         "-md) with the --model-draft model (default: none)",
     )

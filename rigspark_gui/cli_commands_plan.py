@@ -91,7 +91,9 @@ def cmd_place(args: argparse.Namespace) -> int:
         assert base.placement is not None
         placement = base.placement
     layout = weights_layout(spec, quant)
-    repack = repack_for(spec, quant, rig.cpu.features, s)
+    from rigspark_gui.core.launch import placement_gpus
+
+    repack = repack_for(spec, quant, rig.cpu.features, s, placement_gpus(placement, rig))
     # the projector and a draft model count on their devices, as in the plan
     loads = loads_with_beside(placement, spec, layout, rig, s, cpu_repack=repack)
     decode = estimate_decode(placement, spec.geometry, layout, rig, s, perf)

@@ -13,12 +13,24 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from rigspark_gui.core.speed import CpuIsa, QuantFamily
-from validation.speed_fit import Heldout, Row, cpu_key, fit_decode, predict_decode, quantile
+from validation.speed_fit import (
+    Heldout,
+    Row,
+    cpu_key,
+    cpu_limit,
+    fit_decode,
+    predict_decode,
+    quantile,
+)
 from validation.speed_report import Calibration
 
 TARGET_CPU_P90 = 0.40  # published CPU runs held out of the fit
-TARGET_LOCAL_MEDIAN = 0.15  # this project's 2-vCPU VM, before any calibration
+TARGET_LOCAL_MEDIAN = 0.15  # this project's 2-vCPU VMs, before any calibration
 LOCAL_DEVICE = "intel xeon ice lake 2 vcpu vm this project s validation machine"
+# the same kind of machine (a 2-vCPU x86 KVM guest) on AMD EPYC (Zen 4) hosts: llama-bench
+# b11434 rows (validation/speed_local.py bench) and llama-cpp-python 0.3.36 timings
+EPYC_DEVICE = "amd epyc 2 vcpu vm this project s validation machine"
+LOCAL_DEVICES = (LOCAL_DEVICE, EPYC_DEVICE)
 
 
 def _errs(held: Sequence[Heldout]) -> list[float]:
@@ -45,11 +57,12 @@ def published(r: Row) -> bool:
 
 
 def local(r: Row) -> bool:
-    return r.device_key == LOCAL_DEVICE
+    """A row of this project's 2-vCPU VMs (either host)."""
+    return r.device_key in LOCAL_DEVICES
 
 
 def cpu_targets(cal: Calibration) -> tuple[float, float, float]:
-    """(published held-out p90, this VM held-out median, this VM in-fit median)."""
+    """(published held-out p90, the 2-vCPU VMs' held-out median, their in-fit median)."""
     pub = _errs(cpu_decode_held(cal, published))
     local_held = _errs(cpu_decode_held(cal, local))
     local_fit = local_in_fit(cal)
@@ -63,7 +76,7 @@ def cpu_targets(cal: Calibration) -> tuple[float, float, float]:
 
 
 def local_in_fit(cal: Calibration) -> list[tuple[Row, float, float]]:
-    """(row, measured, predicted by the shipped fit) for this VM's decode rows."""
+    """(row, measured, predicted by the shipped fit) for the 2-vCPU VMs' decode rows."""
     rows = [r for r in cal.rows if r.kind == "tg" and local(r)]
     if not rows:
         return []
@@ -104,18 +117,22 @@ def cpu_section(cal: Calibration) -> list[str]:
         "",
         f"Target: p90 ≤ {TARGET_CPU_P90:.0%} on published CPU runs held out of the fit "
         f"(leave one device out): **{'met' if met else 'not met'}** (p90 {pub_p90:.1%}). "
-        f"This project's 2-vCPU VM (Xeon Ice Lake, llama.cpp b11434, "
-        "`validation/speed_local.py`), target median ≤ "
-        f"{TARGET_LOCAL_MEDIAN:.0%} before calibration: held out {local_held:.1%}, with its "
+        "This project's 2-vCPU VMs (Xeon Ice Lake and AMD EPYC Zen 4 KVM guests, llama.cpp "
+        "b11434, `validation/speed_local.py`), target median ≤ "
+        f"{TARGET_LOCAL_MEDIAN:.0%} before calibration: held out {local_held:.1%}, with their "
         f"rows in the fit (the shipped model) {local_fit:.1%}.",
         "",
         header,
         sep,
         _line("published CPUs", cpu_decode_held(cal, published)),
-        _line("this project's Xeon VM (held out)", cpu_decode_held(cal, local)),
+        _line("this project's VMs (held out)", cpu_decode_held(cal, local)),
         _line(
-            "this project's earlier EPYC VM (held out)",
-            cpu_decode_held(cal, lambda r: not published(r) and not local(r)),
+            "this project's Xeon VM (held out)",
+            cpu_decode_held(cal, lambda r: r.device_key == LOCAL_DEVICE),
+        ),
+        _line(
+            "this project's EPYC VM (held out)",
+            cpu_decode_held(cal, lambda r: r.device_key == EPYC_DEVICE),
         ),
     ]
     for isa in isas:
@@ -141,7 +158,13 @@ def cpu_section(cal: Calibration) -> list[str]:
         "",
         *_per_core_rates(cal),
         "",
-        "This project's VM, each row measured (best of the timed requests) and estimated "
+        "Every CPU decode row held out (predicted by a fit on all other devices), worst "
+        "first; *limit*: the term of the held-out fit that sets the time (RAM bandwidth × "
+        "efficiency, the cores' per-core stream, or the dequantize-and-dot compute):",
+        "",
+        *_held_rows(cal),
+        "",
+        "This project's VMs, each row measured (best of the timed requests) and estimated "
         "by the shipped model:",
         "",
         "| model | test | measured tok/s | estimated | error |",
@@ -167,6 +190,29 @@ def cpu_section(cal: Calibration) -> list[str]:
             f"{' (old)' if r.old_build else ''} | {r.raw['source']} |"
         )
     return [*out, ""]
+
+
+def _held_rows(cal: Calibration) -> list[str]:
+    """Every held-out CPU decode row with what limits its prediction."""
+    held = cpu_decode_held(cal, lambda r: True)
+    limits: dict[str, dict[int, str]] = {}
+    for dev in {h.row.device_key for h in held}:
+        train = [r for r in cal.rows if r.device_key != dev]
+        params = fit_decode(train)
+        limits[dev] = {id(h.row): cpu_limit(params, h.row) for h in held if h.row.device_key == dev}
+    out = ["| error | device | model | threads / cores | build | measured | predicted | limit |",
+           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for h in sorted(held, key=lambda h: -abs(1 / h.ratio - 1) if h.ratio else 0.0):
+        r = h.row
+        if not h.predicted:
+            continue
+        out.append(
+            f"| {h.predicted / r.measured - 1:+.0%} | {r.raw['device']} | {r.raw['model']} | "
+            f"{r.threads or '–'} / {r.raw.get('cpu_cores') or '–'} | "
+            f"{r.raw.get('build') or r.raw.get('date') or '–'}{' (old)' if r.old_build else ''} "
+            f"| {r.measured:.2f} | {h.predicted:.2f} | {limits[r.device_key][id(r)]} |"
+        )
+    return out
 
 
 def _cores(r: Row) -> int:

@@ -58,6 +58,9 @@ class Arch:
     params_b: float
     active_params_b: float | None = None  # MoE
     tied: bool = False
+    # hybrid models: recurrent-state bytes a decoded token reads and writes back
+    # (rigspark_gui.core.speed.placed.state_traffic), whatever the depth
+    state_bytes: float = 0.0
 
 
 # Patterns are matched against the model column (lower case) of each row.
@@ -140,6 +143,37 @@ _FILE_BPW = {
     "Q2_K": 3.16, "Q3_K_S": 3.64, "Q4_K_S": 4.67, "Q4_K_M": 4.89, "Q5_K_M": 5.70,
     "Q6_K": 6.56, "Q8_0": 8.50, "F16": 16.0, "BF16": 16.0, "IQ4_XS": 4.46,
 }  # fmt: skip
+
+
+# Bits per weight of each ggml base type (block bytes x 8 / block elements, ggml-common.h):
+# a file whose printed size needs more than MAX_BPW_OVER x its type's bits per weight
+# cannot be that model in that type, so the bytes it reads per token are unknown.
+_BASE_BPW = {
+    "F32": 32.0, "F16": 16.0, "BF16": 16.0, "Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K": 5.5,
+    "Q5_0": 5.5, "Q5_1": 6.0, "Q4_K": 4.5, "Q4_0": 4.5, "Q4_1": 5.0, "Q3_K": 3.4375,
+    "Q2_K": 2.625, "IQ4_XS": 4.25, "IQ4_NL": 4.5, "IQ3_XXS": 3.0625, "IQ3_S": 3.4375,
+    "IQ2_XXS": 2.0625, "IQ2_XS": 2.3125, "IQ2_S": 2.5, "IQ1_S": 1.5625, "IQ1_M": 1.75,
+    "MXFP4": 4.25,
+}  # fmt: skip
+# llama-quantize's mixes keep some tensors (output, embeddings, attention V) a type or two
+# up: whole files run to about 1.3x the base type's bits on small models
+MAX_BPW_OVER = 1.5
+
+
+def size_inconsistent(quant: str, size_bytes: float, params: float) -> str | None:
+    """Why a row's file size cannot be its model in its type, or None."""
+    q = quant.upper()
+    base = next((v for k, v in sorted(_BASE_BPW.items(), key=lambda kv: -len(kv[0]))
+                 if q.startswith(k)), None)  # fmt: skip
+    if base is None or params <= 0:
+        return None
+    bpw = size_bytes * 8 / params
+    if bpw > MAX_BPW_OVER * base:
+        return (
+            f"file size gives {bpw:.1f} bits per weight, {bpw / base:.1f}x what {q} stores: "
+            "the size column does not describe this model (bytes read per token unknown)"
+        )
+    return None
 
 
 def arch_of(model: str) -> Arch | None:
@@ -266,6 +300,9 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
             return "no file size"
         size_gib = params * bpw / 8 / GIB  # llama-bench's size column was not printed
     size = float(size_gib) * GIB
+    bad_size = size_inconsistent(quant, size, params)
+    if bad_size:
+        return bad_size
     moe = arch.active_params_b is not None
     if moe:
         active = arch.active_params_b * 1e9  # type: ignore[operator]
@@ -275,7 +312,7 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
         embd = 0.0 if arch.tied else arch.n_vocab * arch.n_embd * _embd_bpw(quant) / 8
         weights = size - embd
     depth = float(raw.get("depth") or 0) + (tokens / 2 if kind == "tg" else 0)
-    kv = arch.kv_values_per_token * 2 * depth
+    kv = arch.kv_values_per_token * 2 * depth + (arch.state_bytes if kind == "tg" else 0.0)
     attn = attention_flops(arch.n_layer, arch.n_embd, tokens, float(raw.get("depth") or 0))
     elements = params * (weights + kv) / size  # the engine counts KV reads as elements too
     is_cpu = backend == "cpu"
@@ -326,8 +363,9 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
 def old_cpu_build(raw: dict[str, Any]) -> bool:
     """A build before llama.cpp's CPU kernels took their current shape: the run-time
     repacking of Q4_0/IQ4_NL (ggml-org/llama.cpp#9921, build 4093, Nov 2024) and, with
-    it, the threadpool and the AVX2/AVX-512 K-quant dot products of late 2024. Such rows
-    get a fitted era factor of their own; the engine plans for current builds."""
+    it, the threadpool and the AVX2/AVX-512 K-quant dot products of late 2024. Such
+    prompt rows get a fitted era factor of their own (decode rows none: DECODE_ERA); the
+    engine plans for current builds."""
     m = re.search(r"\((\d{3,5})\)", str(raw.get("build") or ""))
     if m:
         return int(m.group(1)) < 4093
@@ -344,6 +382,30 @@ def cpu_key(p: dict[str, float] | set[str], prefix: str, isa: CpuIsa) -> str | N
             return name
         at = ISA_FALLBACK.get(at)
     return None
+
+
+# One per-core memory stream for every ISA: a core streams what its outstanding line fills
+# over the memory latency allow (8-17 GB/s a core in the rows at few threads, whatever the
+# type: Threadripper 5975WX 8, i3-1315U 11, 7950X 12-16, M2 Max 12-17), which the vector ISA does not change; per ISA it
+# rested on one or two devices each and sat at its prior for most.
+CORE_BW_SHARED = True
+# No decode factor for builds before Nov 2024: the only CPU with rows of both eras is the
+# M2 Max, so such a factor was that device's, and it pulled the other old rows (the
+# 7950X's, whose 2- and 4-thread decode streams memory at ~15 GB/s a core whatever the
+# type: no kernel change moves that) far below their speed when they were held out
+# (docs/validation-speed.md, CPU speed without calibration). Prompt rows keep theirs:
+# repacking changed the GEMM kernels.
+DECODE_ERA = False
+
+
+def core_bw_name(isa: CpuIsa) -> str:
+    return "cpu_core_bw[all]" if CORE_BW_SHARED else f"cpu_core_bw[{isa.value}]"
+
+
+def core_bw_key(p: dict[str, float] | set[str], isa: CpuIsa) -> str | None:
+    if CORE_BW_SHARED:
+        return "cpu_core_bw[all]" if "cpu_core_bw[all]" in p else None
+    return cpu_key(p, "cpu_core_bw", isa)
 
 
 def isa_family(r: Row) -> str:
@@ -379,12 +441,12 @@ def _decode_names(rows: Sequence[Row]) -> list[str]:
         if r.is_cpu:
             names += [
                 "cpu_eff_meas" if r.measured_bw else "cpu_eff",
-                f"cpu_core_bw[{r.isa.value}]",
+                core_bw_name(r.isa),
                 f"cpu_rate[{r.isa.value}]",
             ]
             if r.family is not QuantFamily.FLOAT:
                 names += [f"cpu_qf[{r.family.value}]", f"cpu_qfi[{isa_family(r)}]"]
-            if r.old_build:
+            if r.old_build and DECODE_ERA:
                 names.append("cpu_era")
             if r.vcpu:
                 names.append("cpu_vcpu")
@@ -421,26 +483,38 @@ def _get(p: dict[str, float], name: str, default: float) -> float:
     return p.get(name, default)
 
 
+def cpu_terms(p: dict[str, float], r: Row) -> tuple[float, float, float]:
+    """A CPU decode row's three times per token (s): RAM bandwidth, the cores' stream and
+    the dequantize-and-dot compute (0 where the fit has no such figure); the token takes
+    the largest."""
+    read = r.weight_read_bytes + r.kv_read_bytes
+    eff = p.get("cpu_eff_meas") if r.measured_bw else None
+    ram = read / (r.bandwidth_gbps * 1e9 * (eff or p["cpu_eff"]))
+    bw_key = core_bw_key(p, r.isa)
+    per_core = _get(p, "cpu_vcpu", 1.0) if r.vcpu else 1.0
+    stream = read / (r.cores * p[bw_key] * per_core) if r.cores and bw_key else 0.0
+    rate_key = cpu_key(p, "cpu_rate", r.isa)
+    compute = 0.0
+    if rate_key and r.cores:
+        qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"cpu_qf[{r.family.value}]", 1.0)
+        qf *= _cpu_isa_adjust(p, r)
+        if r.old_build and DECODE_ERA:
+            qf *= _get(p, "cpu_era", 1.0)
+        compute = r.elements / (r.cores * p[rate_key] * qf * per_core)
+    return ram, stream, compute
+
+
+def cpu_limit(p: dict[str, float], r: Row) -> str:
+    """Which term sets a CPU row's predicted time: "RAM", "per-core stream" or "compute"."""
+    ram, stream, compute = cpu_terms(p, r)
+    return max((ram, "RAM"), (stream, "per-core stream"), (compute, "compute"))[1]
+
+
 def predict_decode(p: dict[str, float], r: Row) -> float:
     """Tokens per second of a decode row (the engine's formula, DESIGN §4)."""
     read = r.weight_read_bytes + r.kv_read_bytes
     if r.is_cpu:
-        eff = p.get("cpu_eff_meas") if r.measured_bw else None
-        bw = r.bandwidth_gbps * 1e9 * (eff or p["cpu_eff"])
-        bw_key = cpu_key(p, "cpu_core_bw", r.isa)
-        per_core = _get(p, "cpu_vcpu", 1.0) if r.vcpu else 1.0
-        if r.cores and bw_key:
-            bw = min(bw, r.cores * p[bw_key] * per_core)
-        t = read / bw
-        rate_key = cpu_key(p, "cpu_rate", r.isa)
-        if rate_key and r.cores:
-            qf = 1.0 if r.family is QuantFamily.FLOAT else _get(p, f"cpu_qf[{r.family.value}]", 1.0)
-            qf *= _cpu_isa_adjust(p, r)
-            if r.old_build:
-                qf *= _get(p, "cpu_era", 1.0)
-            t = max(t, r.elements / (r.cores * p[rate_key] * qf * per_core))
-        t += r.n_layer * CPU_LAYER_SECONDS
-        return 1.0 / t
+        return 1.0 / (max(cpu_terms(p, r)) + r.n_layer * CPU_LAYER_SECONDS)
     eff = p[f"eff[{r.cls.value}]"]
     if r.backend_factor_key:
         eff *= _get(p, f"bf[{r.backend_factor_key}]", 1.0)
@@ -535,11 +609,11 @@ class _Design:
         self.i_ls = col(lambda r: f"ls[{r.backend}]")
         self.i_hop = col(lambda r: "hop")
         self.i_ceff = col(lambda r: "cpu_eff_meas" if r.measured_bw else "cpu_eff")
-        self.i_cbw = col(lambda r: f"cpu_core_bw[{r.isa.value}]")
+        self.i_cbw = col(lambda r: core_bw_name(r.isa))
         self.i_rate = col(lambda r: f"cpu_rate[{r.isa.value}]")
         self.i_cqf = col(lambda r: fam(r) and f"cpu_qf[{fam(r)}]")
         self.i_cqfi = col(lambda r: r.is_cpu and fam(r) and f"cpu_qfi[{isa_family(r)}]")
-        self.i_era = col(lambda r: r.is_cpu and r.old_build and "cpu_era")
+        self.i_era = col(lambda r: r.is_cpu and r.old_build and DECODE_ERA and "cpu_era")
         self.i_ppera = col(lambda r: r.is_cpu and r.old_build and "cpu_pp_era")
         self.i_vcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_vcpu")
         self.i_ppvcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_pp_vcpu")
@@ -625,9 +699,15 @@ def _fit_design(
 
 
 def fit_decode(rows: Sequence[Row]) -> dict[str, float]:
+    """GPU and CPU rows share no parameter: each block is fitted on its own, so a change
+    to the CPU rows cannot move the GPU parameters through the solver's common steps."""
     tg = [r for r in rows if r.kind == "tg"]
-    names = _decode_names(tg)
-    return _fit_design(names, tg, _Design(names, tg).decode)
+    out: dict[str, float] = {}
+    for part in ([r for r in tg if not r.is_cpu], [r for r in tg if r.is_cpu]):
+        if part:
+            names = _decode_names(part)
+            out.update(_fit_design(names, part, _Design(names, part).decode))
+    return out
 
 
 def _prefill_rows(rows: Sequence[Row]) -> list[Row]:
@@ -799,7 +879,7 @@ def to_speed_model(
         layer_seconds={**pick(decode, "ls"), "cpu": CPU_LAYER_SECONDS},
         hop_seconds=decode.get("hop", _PRIOR["hop"]),
         cpu_efficiency=min(decode.get("cpu_eff", _PRIOR["cpu_eff"]), 1.5),
-        cpu_core_bandwidth={CpuIsa(k): v for k, v in pick(decode, "cpu_core_bw").items()},
+        cpu_core_bandwidth=_core_bandwidth(decode),
         cpu_core_rate={CpuIsa(k): v for k, v in pick(decode, "cpu_rate").items()},
         cpu_quant_factor=cqf,
         cpu_isa_quant_factor=pick(decode, "cpu_qfi"),
@@ -823,6 +903,18 @@ def to_speed_model(
         "(data/perf.json)",
         source="data/speed_model.json",
     )
+
+
+def _core_bandwidth(decode: dict[str, float]) -> dict[CpuIsa, float]:
+    """The per-core stream of each ISA (one shared figure: the same for all)."""
+    shared = decode.get("cpu_core_bw[all]")
+    if shared is not None:
+        return {isa: shared for isa in CpuIsa}
+    return {
+        CpuIsa(k[len("cpu_core_bw[") : -1]): v
+        for k, v in decode.items()
+        if k.startswith("cpu_core_bw[")
+    }
 
 
 def load_inputs() -> tuple[list[Row], list[str]]:

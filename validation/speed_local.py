@@ -3,13 +3,14 @@ compare with the plan's uncalibrated CPU estimate.
 
 Each model is a Llama-style decoder whose matrices are written directly in the target
 type (zero blocks: kernel speed does not depend on the values, and the file needs no
-quantizer). llama-server (b11434, built in ~/.cache/rigspark/llama-src) loads it on the
+quantizer; see `_raw`). llama-server (b11434, built in ~/.cache/rigspark/llama-src) loads it on the
 CPU; one request per repeat sends a 128-token prompt and asks for 64 tokens, and the
 server's own `timings` give prompt and generation speed. The best of the repeats is
 kept (the machine's cores are shared: a slower repeat is someone else's load).
 
     .venv/bin/python validation/speed_local.py measure [--types Q4_K,Q8_0] [--repeats 3]
-    .venv/bin/python validation/speed_local.py compare      # plan vs measured, no timing
+    .venv/bin/python validation/speed_local.py summary      # the best figure of each type
+    .venv/bin/python validation/speed_local.py bench --device NAME   # llama-bench samples
 
 Measurements go to validation/speed_local.json (committed: the doc's table reads it).
 """
@@ -93,6 +94,10 @@ def _tensors(g: Geometry) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
+# Zero blocks, not random bytes: random bytes make the F16 scales of quantized blocks
+# tiny or non-finite, and the float work on them ran Q8_0 decode 2x slower (llama-bench
+# b11434, AMD EPYC 2 vCPU, 2026-12), which no real model does; an F16 model of random
+# finite values decoded as fast as the zero one (51-52 tok/s both).
 def _raw(shape: tuple[int, ...], type_name: str) -> tuple[np.ndarray, GGMLQuantizationType]:
     qt = GGMLQuantizationType[type_name]
     block, nbytes = GGML_QUANT_SIZES[qt]
@@ -189,6 +194,50 @@ def time_model(path: Path, threads: int, repeats: int, nice: int = 0) -> dict[st
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+BENCH = SERVER.with_name("llama-bench")
+
+
+def bench_model(path: Path, threads: int, repeats: int) -> dict[str, Any]:
+    """llama-bench's own samples: pp128 from an empty context, tg64 after 128 tokens (the
+    depth the llama-server runs decode at)."""
+    out: dict[str, Any] = {}
+    for kind, args in (("pp", ["-p", str(PROMPT), "-n", "0"]),
+                       ("tg", ["-p", "0", "-n", str(GEN), "-d", str(PROMPT)])):  # fmt: skip
+        cmd = [str(BENCH), "-m", str(path), "-t", str(threads), "-r", str(repeats),
+               "-o", "json", *args]  # fmt: skip
+        res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        out[kind] = [float(v) for v in res[0]["samples_ts"]]
+        out["cpu_info"] = res[0].get("cpu_info", "")
+    return out
+
+
+def bench(args: argparse.Namespace) -> int:
+    """Time every type with llama-bench; runs go under "bench_runs" with this machine's
+    name, bandwidth (the app's probe) and CPU model."""
+    from rigspark_gui.hardware.bandwidth_probe import measure_ram_bandwidth
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    data = json.loads(OUT.read_text()) if OUT.exists() else {"runs": []}
+    bw = measure_ram_bandwidth(threads=args.threads, check_busy=False)
+    wanted = args.types.split(",") if args.types else list(TYPES)
+    for t in wanted:
+        path = WORK / f"s8x2048-{t}.gguf"
+        if not path.exists():
+            write_model(GEOMETRIES["s8x2048"], t, path)
+        load = _load_avg()
+        r = bench_model(path, args.threads, args.repeats)
+        data.setdefault("bench_runs", []).append({
+            "device": args.device, "geometry": "s8x2048", "type": t, "threads": args.threads,
+            "file_bytes": path.stat().st_size, "pp": r["pp"], "tg": r["tg"],
+            "cpu_info": r["cpu_info"], "bandwidth_gbps": bw.bandwidth_gbps, "weights": "zero",
+            "bandwidth_note": bw.provenance.source, "load_before": round(load, 2),
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        })  # fmt: skip
+        OUT.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"{t:<8} tg {max(r['tg']):6.1f}  pp {max(r['pp']):7.1f}  load {load:.2f}", flush=True)
+    return 0
 
 
 def _load_avg() -> float:
@@ -295,6 +344,57 @@ def perf_rows() -> list[dict[str, Any]]:
     return rows
 
 
+BENCH_SOURCE = "validation/speed_local.py bench (llama-bench b11434, samples_ts)"
+
+
+def _best(values: list[float]) -> tuple[float, bool]:
+    v = sorted(values, reverse=True)
+    return v[0], len(v) >= 2 and v[1] >= (1 - STABLE) * v[0]
+
+
+def bench_rows() -> list[dict[str, Any]]:
+    """data/perf.json rows of the llama-bench runs: per device and type, the best sample
+    when the two best agree within STABLE (else the figure is someone else's load)."""
+    data = json.loads(OUT.read_text())
+    got: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in data.get("bench_runs", []):
+        key = (run["device"], run["type"])
+        g = got.setdefault(key, {"pp": [], "tg": [], "bw": [], "run": run})
+        g["pp"] += run["pp"]
+        g["tg"] += run["tg"]
+        g["bw"].append(run["bandwidth_gbps"])
+    rows = []
+    for (device, t), g in sorted(got.items()):
+        geo = GEOMETRIES[g["run"]["geometry"]]
+        params = sum(int(np.prod(shape)) for _n, shape in _tensors(geo))
+        arch = {
+            "n_layer": geo.n_layer, "n_vocab": geo.n_vocab, "n_embd": geo.n_embd,
+            "kv_values_per_token": geo.n_layer * 2 * geo.n_head_kv * geo.head_dim,
+            "params_b": round(params / 1e9, 4),
+        }  # fmt: skip
+        for kind, tokens, depth in (("pp", PROMPT, 0), ("tg", GEN, PROMPT)):
+            best, stable = _best(g[kind])
+            if not stable:
+                continue
+            rows.append({
+                "device": device, "backend": "cpu", "n_devices": 1,
+                "model": f"synthetic llama {geo.name} {t}",
+                "size_gib": round(g["run"]["file_bytes"] / GIB, 4), "params_b": arch["params_b"],
+                "quant": QUANT_LABEL.get(t, t), "moe": False, "active_params_b": None,
+                "test": f"{kind}{tokens}", "depth": depth, "tok_s": round(best, 2),
+                "threads": g["run"]["threads"], "cpu_cores": g["run"]["threads"],
+                "flash_attn": None, "isa": "avx512-vnni",
+                "bandwidth_gbps": max(g["bw"]), "bandwidth_basis": "measured", "vcpu": True,
+                "arch": arch, "source": BENCH_SOURCE, "date": g["run"]["when"][:7],
+                "build": "b11434",
+                "note": f"best of {len(g[kind])} llama-bench samples on a shared 2-vCPU KVM "
+                f"guest ({g['run']['cpu_info']}, Zen 4, avx512_vnni/bf16, no AMX; the guest "
+                "sees 1 thread per core); every matrix in the one type, output.weight as "
+                "llama-quantize types it; bandwidth: the app's read-stream probe",
+            })  # fmt: skip
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -305,13 +405,20 @@ def main() -> int:
     m.add_argument("--repeats", type=int, default=3)
     m.add_argument("--keep", action="store_true")
     m.add_argument("--nice", type=int, default=0, help="niceness of llama-server (-10: ahead)")
+    b = sub.add_parser("bench", help="time every type with llama-bench (b11434)")
+    b.add_argument("--device", required=True, help="the name this machine's rows get")
+    b.add_argument("--types", default="")
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--repeats", type=int, default=10)
     sub.add_parser("summary")
     sub.add_parser("rows", help="print data/perf.json rows of the best runs")
     args = ap.parse_args()
     if args.cmd == "measure":
         return measure(args)
+    if args.cmd == "bench":
+        return bench(args)
     if args.cmd == "rows":
-        print(json.dumps(perf_rows(), indent=1))
+        print(json.dumps(perf_rows() + bench_rows(), indent=1))
         return 0
     for (g, t), b in sorted(best_runs().items()):
         flags = "".join(" unstable-" + k for k in ("tg", "pp") if not b[f"{k}_stable"])

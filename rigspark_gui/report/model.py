@@ -21,7 +21,7 @@ from rigspark_gui.core.chart_spec import (
 )
 from rigspark_gui.core.errors import RigSparkError, validation_message
 from rigspark_gui.core.fit import FitOutcome
-from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands
+from rigspark_gui.core.launch import ClusterLaunch, LaunchCommand, launch_commands, placement_gpus
 from rigspark_gui.core.memory import file_bytes_estimate, repack_for, weights_layout
 from rigspark_gui.core.model import Geometry, ModelSpec
 from rigspark_gui.core.placement import HEADROOM, DeviceLoad, Placement
@@ -343,7 +343,8 @@ def build_report(
     if serving:
         loads = result.device_loads
     elif placement is not None:
-        repack = repack_for(spec, layout.quant, rig.cpu.features, result.settings)
+        gpus = placement_gpus(placement, rig)
+        repack = repack_for(spec, layout.quant, rig.cpu.features, result.settings, gpus)
         # the projector and a draft model on their devices, as the plan counts them
         loads = loads_with_beside(placement, spec, layout, rig, result.settings, None, repack)
         commands = launch_commands(placement, spec, quant, result.settings, rig)

@@ -34,6 +34,7 @@ from rigspark_gui.core.launch import (
     LaunchCommand,
     apply_llama_args,
     parse_llama_args,
+    placement_gpus,
     split_projector_flags,
 )
 from rigspark_gui.core.memory import (
@@ -165,7 +166,8 @@ class LayersTab(QWidget):
         self._spec, self._rig, self._settings, self._perf = spec, rig, settings, perf
         self._quant = quant
         self._layout = weights_layout(spec, quant)
-        self._repack = repack_for(spec, quant, rig.cpu.features, settings)
+        gpus = placement_gpus(start, rig) if start is not None else rig.gpus  # Ollama's loading
+        self._repack = repack_for(spec, quant, rig.cpu.features, settings, gpus)
         self._kv_layers = kv_bytes_per_layer(spec.geometry, settings)
         if keep:
             current = self._document.placement

@@ -29,7 +29,14 @@ from PySide6.QtWidgets import (
 
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.launch import cpu_repacks
-from rigspark_gui.core.memory import LOAD_FLAG_BACKENDS, NO_MMAP_FLAG, NO_REPACK_FLAG, repack_types
+from rigspark_gui.core.memory import (
+    ENGINE_LOADING,
+    LOAD_FLAG_BACKENDS,
+    MMAP_CHOICE_BACKENDS,
+    NO_MMAP_FLAG,
+    NO_REPACK_FLAG,
+    repack_types,
+)
 from rigspark_gui.core.model import ModelSpec
 from rigspark_gui.core.plan import PathPlan, Plan, plan
 from rigspark_gui.core.rig import Rig
@@ -86,7 +93,8 @@ def why_disabled(s: PlanSettings, p: Plan | None, path: PathPlan | None, rig: Ri
     if s.backend not in LOAD_FLAG_BACKENDS:
         return (
             f"{s.backend.label}'s launch command cannot carry llama.cpp's loading flags: "
-            "it is planned as llama.cpp loads by default (memory-mapped, repacked)."
+            f"by itself it {ENGINE_LOADING.get(s.backend, 'loads its own way')}, and it "
+            "always repacks; a mapped or read-in choice kept from llama-server still holds."
         )
     if p is None:
         return "No plan yet."
@@ -236,7 +244,7 @@ class LoadingControls(QObject):
             panel.no_repack.setChecked(not s.repack)
             # a choice away from the default stays changeable, so it can be undone
             pinned = s.mmap is not None or not s.repack
-            on = not why or (pinned and s.backend in LOAD_FLAG_BACKENDS)
+            on = not why or (pinned and s.backend in MMAP_CHOICE_BACKENDS)
             panel.mode.setEnabled(on)
             panel.no_repack.setEnabled(on)
             figures = ""

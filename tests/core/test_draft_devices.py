@@ -96,3 +96,18 @@ def test_devd_is_written_only_where_it_differs_from_the_targets() -> None:
 def test_a_pinned_gpu_the_rig_lacks_is_refused() -> None:
     with pytest.raises(InvalidPlacementError, match="no GPU 5"):
         plan_draft(pinned((5,)), two_cards(), settings())
+
+
+def test_devd_over_both_cards_is_written_when_the_model_is_kept_to_one() -> None:
+    # -dev keeps the model on GPU 0; without -devd the draft would inherit that one GPU
+    # (common_base_params_to_speculative), so a draft pinned to both must say so even
+    # though both are the GPUs the command shows
+    target = pinned((0, 1))
+    rig = two_cards()
+    p = plan(target, rig, settings(), simple_speed_model())
+    assert p.placement is not None and p.draft is not None
+    assert {d for d, b in p.draft.on().items() if b and d != "cpu"} == {"gpu:0", "gpu:1"}
+    cmd = llama_server_command(p.placement, target, "Q4_K_M", p.settings, rig)
+    assert cmd.supported, cmd.reason
+    assert "-dev" in cmd.argv
+    assert cmd.argv[cmd.argv.index("-devd") + 1] == "CUDA0,CUDA1"

@@ -190,22 +190,29 @@ def test_alt_w_opens_the_panel_with_the_choice_focused(qtbot, window) -> None:
     assert not panel.isVisible()
 
 
-def test_an_engine_without_the_flag_turns_it_off_and_plans_mapped(qtbot, window) -> None:
+def test_an_engine_without_the_flags_says_its_own_loading_and_keeps_a_choice(qtbot, window):
     w = window
-    mapped = w.session.plan.paths[_cpu_row(w)].cpu_loading.mapped_required_bytes
     panel = _open_panel(qtbot, w)
     _choose(qtbot, panel, "Read in (--load-mode none)")
     qtbot.waitUntil(lambda: w.session.settings.mmap is False)
+    read_in = w.session.plan.paths[_cpu_row(w)].cpu_loading.required_bytes
     panel.hide()
     backend = w.controls.backend
-    backend.setCurrentIndex(backend.findData("ollama"))
-    qtbot.waitUntil(lambda: w.session.plan.settings.backend.value == "ollama")
+    backend.setCurrentIndex(backend.findData("lm-studio"))
+    qtbot.waitUntil(lambda: w.session.plan.settings.backend.value == "lm-studio")
     panel = _open_panel(qtbot, w)
-    assert not panel.mode.isEnabled() and not panel.no_repack.isEnabled()
-    assert "Ollama's launch command cannot carry" in panel.note.text()
+    assert "LM Studio's launch command cannot carry" in panel.note.text()
+    assert "Try mmap()" in panel.note.text()
     assert "cannot carry" in w.controls.loading.button.toolTip()
-    # planned as Ollama loads: the mapped figure, whatever was chosen for llama-server
-    assert _memory_cell(w).startswith(gib(mapped))
+    # the kept choice still holds (LM Studio's note says to turn "Try mmap()" off) and
+    # stays changeable so it can be undone
+    assert panel.mode.isEnabled()
+    assert _memory_cell(w).startswith(gib(read_in))
+    _choose(qtbot, panel, "Auto")
+    qtbot.waitUntil(lambda: w.session.plan.settings.mmap is None)
+    # left open, planned as LM Studio loads: the file mapped, the larger figure
+    qtbot.waitUntil(lambda: not _memory_cell(w).startswith(gib(read_in)))
+    assert not panel.mode.isEnabled()
 
 
 def test_nothing_repacked_turns_it_off_with_the_reason(qtbot, tmp_path, rig_file) -> None:

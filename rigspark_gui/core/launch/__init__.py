@@ -11,7 +11,7 @@ from rigspark_gui.core.launch.cluster import (
     serving_launch,
 )
 from rigspark_gui.core.launch.commands import launch_command, launch_commands
-from rigspark_gui.core.launch.cpu_loading import cpu_repacks
+from rigspark_gui.core.launch.cpu_loading import cpu_repacks, placement_gpus
 from rigspark_gui.core.launch.engine import Engine, LaunchCommand
 from rigspark_gui.core.launch.llama_cpp import (
     apply_llama_args,
@@ -57,6 +57,7 @@ __all__ = [
     "ollama_total_vram",
     "parse_draft_devices",
     "parse_llama_args",
+    "placement_gpus",
     "rpc_launch",
     "serving_launch",
     "split_projector_flags",

@@ -59,7 +59,11 @@ def draft_pinned(spec: ModelSpec, s: PlanSettings) -> tuple[int, ...]:
 
 
 def draft_device_args(
-    spec: ModelSpec, s: PlanSettings, shown: Sequence[int], prefix: str
+    spec: ModelSpec,
+    s: PlanSettings,
+    shown: Sequence[int],
+    prefix: str,
+    target: Sequence[int] | None = None,
 ) -> list[str]:
     """`-devd` for a draft pinned to GPUs other than the target's: `shown` are the rig
     GPUs the command lets the backend see, in its order (CUDA0 is the first), `prefix`
@@ -67,7 +71,8 @@ def draft_device_args(
     (llama.cpp's default: the target's devices, common_base_params_to_speculative);
     `none` keeps it off every GPU. InvalidPlacementError when a pinned GPU is hidden
     from the command (another host's): llama.cpp refuses a device it cannot see
-    (arg.cpp, parse_device_list)."""
+    (arg.cpp, parse_device_list). `target`: the GPUs a `-dev` gives the target (None:
+    all shown), which is the list the draft inherits without `-devd`."""
     d = spec.draft
     if d is None or d.devices is None or s.backend is not Backend.LLAMA_CPP or s.mtp_draft:
         return []
@@ -80,8 +85,8 @@ def draft_device_args(
             f"the draft is pinned to GPU {', '.join(map(str, hidden))} (-devd), which this "
             "command cannot show llama.cpp: pin it to a GPU of this machine"
         )
-    if list(d.devices) == order:
-        return []
+    if list(d.devices) == list(order if target is None else target):
+        return []  # the very list the draft inherits
     return ["-devd", ",".join(f"{prefix}{order.index(i)}" for i in d.devices)]
 
 

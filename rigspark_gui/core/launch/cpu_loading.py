@@ -1,14 +1,22 @@
-"""The loading flag of a llama.cpp launch: `--load-mode none` where the CPU holds weights
-its backend repacks and the plan reads them in rather than mapping them (the mapped pages
-would stay resident beside the repacked copy), `--no-repack` where the plan asks for it.
-The memory figures behind it are in core/memory/repack.py."""
+"""The loading flag of a launch: for llama-server `--load-mode none` where the CPU holds
+weights its backend repacks and the plan reads them in rather than mapping them (the
+mapped pages would stay resident beside the repacked copy), `--no-repack` where the plan
+asks for it; for koboldcpp `--usemmap` where the plan maps the file (it reads it in by
+itself); for Ollama the `use_mmap` parameter where the plan pins the loading. The memory
+figures behind them are in core/memory/repack.py."""
 
 from __future__ import annotations
 
-from rigspark_gui.core.memory import NO_MMAP_FLAG, NO_REPACK_FLAG, reads_in, repack_for
+from rigspark_gui.core.memory import (
+    KOBOLD_MMAP_FLAG,
+    NO_MMAP_FLAG,
+    NO_REPACK_FLAG,
+    reads_in,
+    repack_for,
+)
 from rigspark_gui.core.model import ModelSpec
-from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.placement import CPU, INPUT, OUTPUT, Placement, gpu_device
+from rigspark_gui.core.rig import Gpu, Rig
 from rigspark_gui.core.settings import PlanSettings
 
 
@@ -33,6 +41,15 @@ def cpu_repacks(placement: Placement, spec: ModelSpec, quant: str, rig: Rig) -> 
     return False
 
 
+def placement_gpus(placement: Placement, rig: Rig) -> tuple[Gpu, ...]:
+    """The rig's GPUs this placement gives any unit to (an engine that loads its own way
+    may load differently without them: core/memory/repack.py engine_reads_in)."""
+    used = {
+        d for u in placement.units for d in (u.device, u.experts_device) if d not in (None, CPU)
+    }
+    return tuple(g for i, g in enumerate(rig.gpus) if gpu_device(i) in used)
+
+
 def loading_args(
     placement: Placement, spec: ModelSpec, quant: str, s: PlanSettings, rig: Rig
 ) -> list[str]:
@@ -45,3 +62,16 @@ def loading_args(
     ):
         args += NO_MMAP_FLAG.split()
     return args
+
+
+def koboldcpp_loading_args(s: PlanSettings) -> list[str]:
+    """koboldcpp's loading flag: `--usemmap` where the plan maps the file (koboldcpp
+    reads it in by itself and has no flag against repacking, so it always repacks)."""
+    return [] if reads_in(s, True) else [KOBOLD_MMAP_FLAG]
+
+
+def ollama_use_mmap(s: PlanSettings) -> bool | None:
+    """The `use_mmap` parameter Ollama's recipe sets: the plan's pinned loading, or None
+    (Ollama's own choice, as planned). A pinned choice is always written: Ollama's own
+    depends on the placement and the OS (server/sched.go disableMmapDefaultReason)."""
+    return s.mmap

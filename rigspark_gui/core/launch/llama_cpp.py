@@ -10,7 +10,7 @@ from dataclasses import replace
 from rigspark_gui.core.errors import InvalidPlacementError
 from rigspark_gui.core.flash_attn import FaWhere, attention_shape, device_support, worst
 from rigspark_gui.core.launch.beside_args import beside_args, draft_device_args, draft_pinned
-from rigspark_gui.core.launch.cpu_loading import loading_args
+from rigspark_gui.core.launch.cpu_loading import koboldcpp_loading_args, loading_args
 from rigspark_gui.core.launch.engine import (
     Engine,
     LaunchCommand,
@@ -134,7 +134,7 @@ def llama_server_command(
     local = list(rig.local_gpus)
     shown = local if dev.shown is None else [i for i in dev.shown if i in local]
     try:
-        devd = draft_device_args(spec, s, shown, prefix)
+        devd = draft_device_args(spec, s, shown, prefix, dev.target)
         fit_devd = draft_device_args(spec, s, local, prefix)
     except InvalidPlacementError as err:
         return refuse(engine, str(err))
@@ -197,7 +197,12 @@ def koboldcpp_command(
         argv.append("--flashattention")
     if s.kv_k is not KvCacheType.F16:
         argv += ["--quantkv", str(_KOBOLD_QUANTKV[s.kv_k])]
-    return accept(engine, argv, dev.env, dev.notes)
+    # koboldcpp reads the file in unless told to map it
+    argv += koboldcpp_loading_args(s)
+    notes = dev.notes
+    if not s.repack:
+        notes = (*notes, "koboldcpp has no flag against repacking: its CPU repacks as planned")
+    return accept(engine, argv, dev.env, notes)
 
 
 # ---------------------------------------------------------------- llama.cpp -> placement

@@ -294,6 +294,9 @@ class LlamaDevices(NamedTuple):
     device_args: tuple[str, ...] = ()
     # rig GPUs the backend sees, in its order (None: all)
     shown: tuple[int, ...] | None = None
+    # rig GPUs `--device` gives the model (None: every one shown); a draft without
+    # -devd inherits this list
+    target: tuple[int, ...] | None = None
 
 
 def llama_devices(
@@ -334,4 +337,5 @@ def llama_devices(
         tuple(notes),
         device_args,
         None if shown is None else tuple(shown),
+        tuple(visible) if device_args and visible is not None else None,
     )

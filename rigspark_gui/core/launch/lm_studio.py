@@ -1,5 +1,10 @@
 """LM Studio: an `lms load` line with `--gpu` as the fraction of layers offloaded, for a
-placement that needs no `-ot` rule; the settings `lms` has no flags for become notes."""
+placement that needs no `-ot` rule; the settings `lms` has no flags for become notes.
+
+Loading: LM Studio's "Try mmap()" load setting is on by default (lmstudio-ai/lmstudio-js
+packages/lms-kv-config/src/schema.ts, `llm.load.llama.tryMmap` default true, commit
+6ec11db1), so the plan counts the file mapped unless told to read it in; `lms load` has no
+flag for it (lmstudio-ai/lms src/subcommands/load.ts, commit 07b7252d): a note says so."""
 
 from __future__ import annotations
 
@@ -43,6 +48,13 @@ def lm_studio_command(
         )
     if s.parallel > 1:
         notes.append("LM Studio serves requests one at a time here; -np has no lms flag")
+    if s.mmap is False:
+        notes.append(
+            'turn off "Try mmap()" in LM Studio\'s model load settings: this plan reads the '
+            "weights into memory (lms load has no flag for it)"
+        )
+    if not s.repack:
+        notes.append("LM Studio has no setting against repacking: its CPU repacks as planned")
     return LaunchCommand(
         engine=engine, supported=True, argv=argv, text=shlex.join(argv), notes=tuple(notes)
     )

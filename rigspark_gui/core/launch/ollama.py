@@ -11,7 +11,9 @@ sequence, an f16 KV cache) and where each rule is in Ollama's source. Only a con
 KV type or sequence count that differs from those is written (`OLLAMA_CONTEXT_LENGTH`
 or a Modelfile's `PARAMETER num_ctx`, `OLLAMA_KV_CACHE_TYPE`, `OLLAMA_NUM_PARALLEL`),
 and `num_gpu` only when the plan keeps layers off the GPU: Ollama's own automatic
-flash attention is never overridden."""
+flash attention is never overridden. The weights' loading is Ollama's own (read in when
+no layer goes to a GPU or a Metal GPU takes only part of them, mapped otherwise), which
+the plan counts; a loading the plan pins is written as the `use_mmap` parameter."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import re
 import shlex
 from typing import NamedTuple
 
+from rigspark_gui.core.launch.cpu_loading import cpu_repacks, ollama_use_mmap, placement_gpus
 from rigspark_gui.core.launch.engine import (
     Engine,
     LaunchCommand,
@@ -40,6 +43,7 @@ from rigspark_gui.core.launch.ollama_defaults import (
     ollama_num_parallel,
     ollama_total_vram,
 )
+from rigspark_gui.core.memory import reads_in
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import Placement
 from rigspark_gui.core.rig import Rig, Vendor
@@ -196,6 +200,7 @@ def ollama_command(
         return layout
     # num_gpu only when the plan keeps layers off the GPU: otherwise --fit offloads all
     num_gpu = layout.ngl if rig.gpus and layout.ngl < spec.geometry.n_layer + 1 else None
+    use_mmap = ollama_use_mmap(s)
     name, name_notes = (None, ()) if model_path else _model_name(spec, quant)
     notes = (
         *name_notes,
@@ -205,13 +210,21 @@ def ollama_command(
         "environment and restart it instead of running ollama serve",
         *split_note(engine, placement),
         *_one_gpu_note(placement),
+        *_loading_notes(placement, spec, quant, s, rig),
     )
     if name is None:
         path = model_path or default_model_file(spec, quant)
         # a name a download would have, not a file RigSpark read
         placeholder = model_path is None and not (spec.imported and path == spec.source)
         return _modelfile_command(
-            spec, quant, recipe, num_gpu, path=path, placeholder=placeholder, notes=notes
+            spec,
+            quant,
+            recipe,
+            num_gpu,
+            use_mmap,
+            path=path,
+            placeholder=placeholder,
+            notes=notes,
         )
     if any(ord(c) < 32 for c in name):
         return refuse(engine, "the model name holds control characters")
@@ -236,6 +249,12 @@ def ollama_command(
             "(Ollama lets llama.cpp's --fit choose otherwise)",
             f"/set parameter num_gpu {num_gpu}",
         ]
+    if use_mmap is not None:
+        lines += [
+            "# in the chat: load the weights "
+            + ("memory-mapped" if use_mmap else "into memory, not memory-mapped"),
+            f"/set parameter use_mmap {str(use_mmap).lower()}",
+        ]
     return LaunchCommand(
         engine=engine,
         supported=True,
@@ -250,6 +269,29 @@ def _serve_comment(env: list[tuple[str, str]]) -> str:
     if not env:
         return "# the server, as Ollama sets itself up"
     return "# the server, with what this plan changes from Ollama's defaults"
+
+
+def _loading_notes(
+    placement: Placement, spec: ModelSpec, quant: str, s: PlanSettings, rig: Rig
+) -> tuple[str, ...]:
+    """What Ollama's own loading does to the weights the CPU repacks, where it matters."""
+    if not cpu_repacks(placement, spec, quant, rig):
+        return ()
+    notes: list[str] = []
+    if not s.repack:
+        notes.append("Ollama has no setting against repacking: its CPU repacks as planned")
+    gpus = placement_gpus(placement, rig)
+    if (
+        s.mmap is None
+        and not reads_in(s, True, gpus)
+        and any(g.vendor is Vendor.NVIDIA for g in gpus)
+    ):
+        notes.append(
+            "planned with the file memory-mapped, as Ollama loads it on Linux; on Windows "
+            "with CUDA it reads the weights in by itself and holds the repacked ones once, "
+            "needing less system memory than planned"
+        )
+    return tuple(notes)
 
 
 def _one_gpu_note(placement: Placement) -> tuple[str, ...]:
@@ -267,6 +309,7 @@ def _modelfile_command(
     quant: str,
     recipe: _Recipe,
     num_gpu: int | None,
+    use_mmap: bool | None,
     *,
     path: str,
     placeholder: bool,
@@ -285,6 +328,8 @@ def _modelfile_command(
         modelfile.append(f"PARAMETER num_gpu {num_gpu}")
     if recipe.num_ctx is not None:
         modelfile.append(f"PARAMETER num_ctx {recipe.num_ctx}")
+    if use_mmap is not None:
+        modelfile.append(f"PARAMETER use_mmap {str(use_mmap).lower()}")
     env = recipe.env
     argv = ("ollama", "create", tag, "-f", "Modelfile")
     text = "\n".join(

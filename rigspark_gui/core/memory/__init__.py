@@ -40,7 +40,10 @@ from rigspark_gui.core.memory.projector import (
     warmup_image_size,
 )
 from rigspark_gui.core.memory.repack import (
+    ENGINE_LOADING,
+    KOBOLD_MMAP_FLAG,
     LOAD_FLAG_BACKENDS,
+    MMAP_CHOICE_BACKENDS,
     NO_MMAP_FLAG,
     NO_REPACK_FLAG,
     CpuLoading,
@@ -70,9 +73,12 @@ from rigspark_gui.core.memory.weights import (
 
 __all__ = [
     "DELTANET_ARCHS",
+    "ENGINE_LOADING",
     "HYBRID_ARCHS",
     "KDA_ARCHS",
+    "KOBOLD_MMAP_FLAG",
     "LOAD_FLAG_BACKENDS",
+    "MMAP_CHOICE_BACKENDS",
     "NO_MMAP_FLAG",
     "NO_REPACK_FLAG",
     "PIPELINE_COPIES",

@@ -7,7 +7,10 @@ Measured with llama-server b11434 (validation/rss_b11434.json, docs/validation.m
 the file mapped, the pages of every repacked tensor are read to build the copy and stay
 resident beside it (RssFile), so the weights count twice; read into memory
 (`--load-mode none`, `--no-mmap` before b11434) only the copy and the other tensors are
-held; with `--no-repack` only the mapped file, and the CPU runs slower kernels.
+held; with `--no-repack` only the mapped file, and the CPU runs slower kernels. Each
+engine is planned with the loading it picks by itself (engine_reads_in; koboldcpp reads
+the file in, Ollama depends on the placement, LM Studio maps it) unless the plan pins
+one; docs/engines.md gives each rule's source.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import NamedTuple
 
 from rigspark_gui.core.memory.tensors import TensorRow, gguf_padded, synth_rows
 from rigspark_gui.core.model import Geometry, ModelSpec, TensorGroup, TensorInfo
+from rigspark_gui.core.rig import Gpu, Vendor
 from rigspark_gui.core.settings import Backend, PlanSettings
 
 # llama.cpp's CPU backend repacks some weight types into interleaved rows for its
@@ -147,38 +151,81 @@ def _synth_repack(g: Geometry, quant: str, features: tuple[str, ...]) -> RepackB
     )
 
 
-# the engines whose launch commands carry the loading flags (llama-server)
+# the engines whose launch commands carry both of llama.cpp's loading flags (llama-server)
 LOAD_FLAG_BACKENDS = (Backend.LLAMA_CPP,)
+# the engines whose launch can turn repacking off; the others always repack
+REPACK_FLAG_BACKENDS = (Backend.LLAMA_CPP,)
+# the engines whose launch can say both ways whether the file is mapped or read in: a
+# flag (llama-server `--load-mode none`, koboldcpp `--usemmap`), Ollama's `use_mmap`
+# parameter, LM Studio's "Try mmap()" load setting (a note: `lms load` has no flag)
+MMAP_CHOICE_BACKENDS = (Backend.LLAMA_CPP, Backend.KOBOLDCPP, Backend.OLLAMA, Backend.LM_STUDIO)
 # llama.cpp b11434's flags (common/arg.cpp); `--load-mode none` was `--no-mmap` before
 NO_MMAP_FLAG = "--load-mode none"
 NO_REPACK_FLAG = "--no-repack"
+# koboldcpp >= 1.77 reads the file in unless told to map it (koboldcpp.py 1.102, commit
+# 000115dd: `inputs.use_mmap = args.usemmap`; 1.76 had `--nommap`, mapping by default)
+KOBOLD_MMAP_FLAG = "--usemmap"
+# how each engine but llama-server loads the file by itself, and how its launch pins it
+ENGINE_LOADING: dict[Backend, str] = {
+    Backend.KOBOLDCPP: f"reads the weights in (it maps the file only with {KOBOLD_MMAP_FLAG})",
+    Backend.OLLAMA: (
+        "reads the weights in when no layer goes to a GPU or a Metal GPU takes only part of "
+        "them, else maps the file (its use_mmap parameter pins either)"
+    ),
+    Backend.LM_STUDIO: 'maps the file ("Try mmap()" on; turned off in its load settings)',
+}
 
 
-def reads_in(s: PlanSettings, repacks: bool) -> bool:
-    """Whether the plan loads the weights without mmap: when told to, or, left open
-    (mmap None), when the CPU backend repacks some of them on an engine whose launch
-    can say so. An engine whose command cannot carry the flag loads its own way."""
-    if s.backend not in LOAD_FLAG_BACKENDS:
-        return False
-    if s.mmap is not None:
+def engine_reads_in(
+    backend: Backend, repacks: bool, gpus: Sequence[Gpu] | None = None, *, repack: bool = True
+) -> bool:
+    """Whether an engine left to its own loading reads the weights in rather than
+    mapping them. `gpus`: the GPUs its layers go to on this path (empty: the CPU alone;
+    None: not said, taken as a GPU path on no Apple GPU).
+
+    llama.cpp: RigSpark's own choice, read in where the CPU backend repacks weights.
+    koboldcpp: always (no `--usemmap`). Ollama >= 0.30 (server/sched.go
+    disableMmapDefaultReason, commit fb307609): read in when no layer goes to a GPU
+    (`num_gpu` 0 or none) or a Metal GPU takes only part of them, mapped otherwise (also
+    read in with CUDA on Windows, which a rig does not say: planned mapped, the larger
+    figure). LM Studio: mapped ("Try mmap()" on, lms-kv-config schema `tryMmap`)."""
+    if backend is Backend.LLAMA_CPP:
+        return repacks and repack
+    if backend is Backend.KOBOLDCPP:
+        return True
+    if backend is Backend.OLLAMA:
+        if gpus is None:
+            return False
+        return not gpus or any(g.vendor is Vendor.APPLE for g in gpus)
+    return False
+
+
+def reads_in(s: PlanSettings, repacks: bool, gpus: Sequence[Gpu] | None = None) -> bool:
+    """Whether the plan loads the weights without mmap: when told to, on an engine whose
+    launch can say so, else as the engine loads by itself (engine_reads_in)."""
+    if s.mmap is not None and s.backend in MMAP_CHOICE_BACKENDS:
         return not s.mmap
-    return repacks and s.repack
+    return engine_reads_in(s.backend, repacks, gpus, repack=s.repack)
 
 
 def repack_for(
-    spec: ModelSpec, quant: str, features: tuple[str, ...], s: PlanSettings | None = None
+    spec: ModelSpec,
+    quant: str,
+    features: tuple[str, ...],
+    s: PlanSettings | None = None,
+    gpus: Sequence[Gpu] | None = None,
 ) -> RepackBytes | None:
     """cpu_repack_bytes, cached for catalog models (their tensors are synthesized); with
     `s`, what its loading settings leave resident beside the file's own bytes (nothing
-    with --no-repack; only a tied head's copy when read in without mmap; an engine
-    whose command cannot carry those flags keeps llama.cpp's default, as planned)."""
-    if not features or (s is not None and not s.repack and s.backend in LOAD_FLAG_BACKENDS):
+    with --no-repack; only a tied head's copy when read in without mmap), on an engine
+    that loads its own way as that engine does (`gpus`: the path's, see reads_in)."""
+    if not features or (s is not None and not s.repack and s.backend in REPACK_FLAG_BACKENDS):
         return None
     if spec.tensors is None:
         r = _synth_repack(spec.geometry, quant, tuple(sorted(features)))
     else:
         r = cpu_repack_bytes(spec, quant, features)
-    if r is None or s is None or not reads_in(s, True):
+    if r is None or s is None or not reads_in(s, True, gpus):
         return r
     return r.read_in(spec.geometry.tied_embeddings)
 

@@ -30,7 +30,7 @@ from rigspark_gui.core.plan.paths import (
     PathCandidate,
     PathName,
 )
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Gpu, Rig
 from rigspark_gui.core.settings import KV_PAD, PlanSettings
 
 Ranges = list[tuple[str, int, int]]
@@ -110,6 +110,12 @@ def measure_path(tally: Tally, cand: PathCandidate) -> Measure:
     return Measure(fits, required, usable, shortfall, weights, kv, compute, reserve)
 
 
+def path_gpus(rig: Rig, cand: PathCandidate) -> tuple[Gpu, ...]:
+    """The GPUs a path gives layers to (none for the CPU path): an engine that loads
+    its own way may load differently without them (core/memory/repack.py reads_in)."""
+    return tuple(rig.gpus[i] for i in cand.gpu_ids if 0 <= i < len(rig.gpus))
+
+
 class Trial(NamedTuple):
     quant: str
     layout: WeightsLayout
@@ -127,7 +133,7 @@ def _try(
     spec: ModelSpec, ctx: FitContext, cand: PathCandidate, quant: str, layout: WeightsLayout
 ) -> Trial:
     rig = ctx.rig
-    repack = repack_for(spec, quant, rig.cpu.features, ctx.s)
+    repack = repack_for(spec, quant, rig.cpu.features, ctx.s, path_gpus(rig, cand))
     ev = FitEvaluator(spec.geometry, layout, rig, ctx.s, repack, ctx)
     ranges, ngl, split, tally = path_slots(ev, cand)
     return Trial(quant, layout, ev, ranges, ngl, split, measure_path(tally, cand))
@@ -144,7 +150,7 @@ def _try_same_slots(
     """Another quantization on the slots an earlier trial of the path used, without working
     them out again. Only `try_quant` calls it, where the slots cannot depend on the
     quantization."""
-    repack = repack_for(spec, quant, ctx.rig.cpu.features, ctx.s)
+    repack = repack_for(spec, quant, ctx.rig.cpu.features, ctx.s, path_gpus(ctx.rig, cand))
     ev = FitEvaluator(spec.geometry, layout, ctx.rig, ctx.s, repack, ctx)
     m = measure_path(ev.tally_ranges(like.ranges), cand)
     return Trial(quant, layout, ev, like.ranges, like.ngl, like.split, m)
@@ -183,7 +189,7 @@ def max_context(spec: ModelSpec, rig: Rig, s: PlanSettings, cand: PathCandidate,
     """Largest context (a multiple of 256, up to the trained context) that fits."""
     g = spec.geometry
     layout = weights_layout(spec, quant)
-    repack = repack_for(spec, quant, rig.cpu.features, s)
+    repack = repack_for(spec, quant, rig.cpu.features, s, path_gpus(rig, cand))
 
     def fits(units: int) -> bool:
         ev = FitEvaluator(g, layout, rig, replace(s, context=units * KV_PAD), repack)

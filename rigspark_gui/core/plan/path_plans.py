@@ -23,6 +23,7 @@ from rigspark_gui.core.placement import (
     with_cpu_moe,
 )
 from rigspark_gui.core.plan.cpu_loading import cpu_loading
+from rigspark_gui.core.plan.path_fit import path_gpus
 from rigspark_gui.core.plan.paths import GPU_ONLY, PathCandidate, PathName, PathPlan, Reason
 from rigspark_gui.core.plan.quant_search import above_floor, search_path
 from rigspark_gui.core.rig import Rig
@@ -155,5 +156,5 @@ def recommended_placement(
         if path.n_cpu_moe:
             placement = with_cpu_moe(placement, spec.geometry, path.n_cpu_moe)
     quant = path.quant or spec.available_quants[-1]
-    repack = repack_for(spec, quant, rig.cpu.features, s)
+    repack = repack_for(spec, quant, rig.cpu.features, s, path_gpus(rig, cand))
     return placement, device_loads(placement, spec.geometry, layout, rig, s, cpu_repack=repack)

@@ -11,6 +11,7 @@ as a tie that the better quality wins; below the floor only when nothing above i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from rigspark_gui.core.memory import WeightsLayout, weights_floor, weights_layout
@@ -142,6 +143,12 @@ def _fmt(tok_s: float | None) -> str:
 # (22.7 to 34.4 GB/s on one 2-vCPU VM within half an hour, issue #29), and every CPU
 # estimate with it, so closer speeds are not told apart.
 SPEED_BAND = 0.25
+# How far the measured RAM bandwidth may be from the machine's own (the same busy-machine
+# spread, rounded up): a quantization within SPEED_BAND of the fastest at any bandwidth
+# in that range is a tie. Where decoding turns from memory- to compute-bound inside the
+# range, the speeds' ratios move with the bandwidth, and a tie judged at one figure only
+# would flip with the measurement.
+BANDWIDTH_SPREAD = 0.30
 # When nothing reaches the minimum speed, Auto trades quality for speed no further than
 # this (the words of core/model/quality.py, best first).
 QUALITY_FLOOR = "moderate loss"
@@ -170,18 +177,45 @@ def _words(spec: ModelSpec, quant: str) -> str:
     return f"{quant} ({q.words})" if q is not None and q.kld is not None else quant
 
 
-def _fastest(fitting: list[Timed]) -> Timed:
+def _fastest(fitting: list[Timed], spread: Sequence[Sequence[float]] = ()) -> Timed:
     """The fastest fitting trial; speeds within SPEED_BAND of it are a tie that the best
-    quality (listed first) wins."""
-    top = max(_tok_s(f[1]) or 0.0 for f in fitting)
-    return next(f for f in fitting if (_tok_s(f[1]) or 0.0) >= top * (1 - SPEED_BAND))
+    quality (listed first) wins. `spread`: each trial's speeds at the other bandwidths the
+    measurement allows (same order); a trial within the band at any of them ties."""
+    columns = [[_tok_s(f[1]) or 0.0 for f in fitting], *zip(*spread, strict=False)]
+    tops = [max(col) for col in columns]
+    return next(
+        f
+        for i, f in enumerate(fitting)
+        if any(col[i] >= top * (1 - SPEED_BAND) for col, top in zip(columns, tops, strict=True))
+    )
 
 
-def trade_off(spec: ModelSpec, fitting: list[Timed]) -> Timed:
+def trade_off(
+    spec: ModelSpec, fitting: list[Timed], spread: Sequence[Sequence[float]] = ()
+) -> Timed:
     """Auto's pick when nothing reaches the minimum speed: the fastest above the quality
-    floor, near-ties to the better quality; the fastest of all when nothing above it fits."""
-    kept = [f for f in fitting if above_floor(spec, f[0].quant)]
-    return _fastest(kept or fitting)
+    floor, near-ties to the better quality; the fastest of all when nothing above it fits.
+    `spread`: each trial's speeds at the RAM bandwidths within BANDWIDTH_SPREAD."""
+    kept = [i for i, f in enumerate(fitting) if above_floor(spec, f[0].quant)] or list(
+        range(len(fitting))
+    )
+    rows = [spread[i] for i in kept] if spread else []
+    return _fastest([fitting[i] for i in kept], rows)
+
+
+def bandwidth_spread(
+    fitting: list[Timed], rig: Rig, s: PlanSettings, speed: SpeedModel | None
+) -> list[list[float]]:
+    """Each trial's decode speed with the CPU's RAM bandwidth BANDWIDTH_SPREAD below and
+    above the figure measured ([] when it is unknown or there is no speed model)."""
+    bw = rig.cpu.memory_bandwidth_gbps
+    if speed is None or not bw:
+        return []
+    rigs = [
+        replace(rig, cpu=replace(rig.cpu, memory_bandwidth_gbps=bw * k))
+        for k in (1 - BANDWIDTH_SPREAD, 1 + BANDWIDTH_SPREAD)
+    ]
+    return [[_tok_s(trial_time(f[0], r, s, speed)) or 0.0 for r in rigs] for f in fitting]
 
 
 def _trade_off_words(spec: ModelSpec, fitting: list[Timed], chosen: Timed) -> str:
@@ -196,7 +230,13 @@ def _trade_off_words(spec: ModelSpec, fitting: list[Timed], chosen: Timed) -> st
         return f" (nothing no worse than {QUALITY_FLOOR} fits)"
     if above_floor(spec, top[0].quant):
         band = f"{SPEED_BAND * 100:.0f} %"
-        return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
+        if speed >= (_tok_s(top[1]) or 0.0) * (1 - SPEED_BAND):
+            return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
+        return (
+            f" ({name} is within the {band} speed band at a RAM bandwidth "
+            f"{BANDWIDTH_SPREAD * 100:.0f} % off the measured one: a tie kept at the "
+            "better quality)"
+        )
     return f" ({name} would lose more than {QUALITY_FLOOR} for it)"
 
 
@@ -287,7 +327,10 @@ def search_path(
                     break  # worse ones are all below the floor too: this is the best of them
     if chosen is None and fitting:
         above = any(above_floor(spec, f[0].quant) for f in fitting)
-        chosen = fast_below if fast_below is not None and not above else trade_off(spec, fitting)
+        if fast_below is not None and not above:
+            chosen = fast_below
+        else:
+            chosen = trade_off(spec, fitting, bandwidth_spread(fitting, rig, s, speed))
     choice = ""
     if chosen is not None and s.quant is None and s.min_tok_s > 0:
         choice = _choice(spec, fitting, chosen, s.min_tok_s)

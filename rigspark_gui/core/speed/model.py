@@ -114,7 +114,8 @@ class DecodeParams:
     hop_seconds: float
     # share of the RAM bandwidth figure (a spec sheet's theoretical peak)
     cpu_efficiency: float
-    # bytes/s one core streams: few threads cap RAM use
+    # bytes/s one core streams: few threads cap RAM use (fitted as one figure for every
+    # ISA: a core's outstanding line fills over the memory latency, not its vector width)
     cpu_core_bandwidth: dict[CpuIsa, float] = field(default_factory=dict)
     # F16 weights' elements/s per core
     cpu_core_rate: dict[CpuIsa, float]
