@@ -182,3 +182,32 @@ def test_the_draft_takes_the_targets_tensor_split() -> None:
         replace(s, context=p.settings.context),
     )
     assert [x.draft_bytes for x in loads] == [x.draft_bytes for x in p.device_loads]
+
+
+def test_each_path_counts_the_draft_where_its_own_command_loads_it() -> None:
+    # the recommended two-GPU path spreads the draft over both cards; the one-GPU path's
+    # command shows llama.cpp one card, so the draft's whole GPU share is on it, and the
+    # CPU-only path's command shows none, so all of it is in system memory (GPU-only
+    # paths count GPU memory only, as for every other line)
+    from rigspark_gui.core.placement import auto_place
+
+    target = spec(QWEN_32B, "qwen2.5-32b", DRAFT)
+    rig = two_cards()
+    s = settings(quant="Q8_0", context=32768)
+    p = plan(target, rig, s, simple_speed_model())
+    assert p.draft is not None and p.recommended is not None
+    assert p.recommended.value == "multi-gpu"
+    on = p.draft.on()
+    gpu_share = on["gpu:0"] + on["gpu:1"]
+    by = {x.path.value: x for x in p.paths}
+    assert by["multi-gpu"].breakdown.draft_bytes == gpu_share
+    # one card: the whole draft's GPU part there, one compute buffer (not the part
+    # GPU 0 had in the two-card spread)
+    card0 = plan_draft(target, rig, s, auto_place(QWEN_32B, rig, s, gpu_ids=[0]))
+    assert card0 is not None and "gpu:1" not in card0.on()
+    assert by["gpu"].breakdown.draft_bytes == card0.on()["gpu:0"] > on["gpu:0"]
+    # no card: everything on the CPU, as the all-CPU command loads it
+    cpu_only = auto_place(QWEN_32B, rig, s, gpu_ids=[])
+    alone = plan_draft(target, rig, s, cpu_only)
+    assert alone is not None and set(alone.on()) == {"cpu"}
+    assert by["cpu"].breakdown.draft_bytes == alone.total_bytes > on["cpu"]

@@ -20,10 +20,20 @@ from rigspark_gui.core.launch import (
 from rigspark_gui.core.memory import ProjectorLoad, compute_note, state_total_bytes
 from rigspark_gui.core.model import Geometry, KvCacheType, ModelSpec, require_quant
 from rigspark_gui.core.placement import DeviceLoad, FitContext, Placement
-from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside, paths_beside
+from rigspark_gui.core.plan.beside import claim, fit_beside, loads_beside
 from rigspark_gui.core.plan.defaults import Resolved, resolve_defaults
 from rigspark_gui.core.plan.draft import DraftLoad, plan_draft
 from rigspark_gui.core.plan.engine_run import fit_sentence, settle
+from rigspark_gui.core.plan.path_drafts import (
+    draft_held as _draft_held,
+)
+from rigspark_gui.core.plan.path_drafts import (
+    path_drafts,
+    paths_with_drafts,
+)
+from rigspark_gui.core.plan.path_drafts import (
+    quant_of as _quant_of,
+)
 from rigspark_gui.core.plan.path_fit import max_context
 from rigspark_gui.core.plan.path_plans import choose_recommended, plan_path, recommended_placement
 from rigspark_gui.core.plan.paths import (
@@ -188,18 +198,33 @@ def plan(
     held = draft.on() if draft is not None else {}  # what the planning rig sets aside
     rig = claim(rig, held)
 
+    last: list[tuple[PathName | None, str | None]] = [(None, None)]  # last choice
+
     def own_rigs() -> dict[PathName, Rig]:
         """Paths whose command shows llama-server other GPUs than the plan's projector
-        is on (a CPU-only path shows none): planned with the projector where theirs is."""
+        is on (a CPU-only path shows none), or would load the draft elsewhere than the
+        plan's own: planned with theirs set aside where they load."""
         out: dict[PathName, Rig] = {}
-        for name, load in path_projectors(spec, own_rig, own_s).items():
-            if load is not None and projector is not None and load.device != projector.device:
-                out[name] = claim(claimed_rig(own_rig, load), held)
+        loads = path_projectors(spec, own_rig, own_s)
+        drafts = path_drafts(spec, own_rig, s, *last[0])
+        for name in {*loads, *drafts}:
+            load = loads.get(name)
+            if load is None or projector is None or load.device == projector.device:
+                load = projector
+            on = drafts.get(name, held)
+            if load is not projector or on != held:
+                out[name] = claim(claimed_rig(own_rig, load), on)
         return out
+
+    def resolve(kv: str, lad: bool) -> Plan:
+        p = _plan_resolved(spec, rig, s, speed, kv, lad, kv_kld, own_rigs())
+        shown = next((x for x in p.paths if x.path is p.recommended), None)
+        last[0] = (p.recommended, shown.quant if shown is not None else None)
+        return p
 
     # the quantization and path first, without ladders or the KV comparison (they do
     # not change the choice); the full plan once the context is settled
-    first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld, own_rigs())
+    first = resolve("none", False)
     # llama-server puts the projector on the first GPU its command shows: where the
     # chosen path hides that one, plan again with it there (one truth for plan, loads,
     # command and lanes); twice at most, as moving it can change the path
@@ -211,7 +236,7 @@ def plan(
         projector = moved
         s = projector_settings(own_s, projector)
         rig = claim(claimed_rig(own_rig, projector), held)
-        first = _plan_resolved(spec, rig, s, speed, "none", False, kv_kld, own_rigs())
+        first = resolve("none", False)
 
     guessed = True  # `held` is still the first guess
 
@@ -234,7 +259,7 @@ def plan(
             tried.append(on)
             held = _draft_held(tried)
             rig = claim(claimed_rig(own_rig, projector), held)
-            current = _plan_resolved(spec, rig, s, speed, full[0], full[1], kv_kld, own_rigs())
+            current = resolve(*full)
         draft = plan_draft(spec, own_rig, _quant_of(s, current), current.placement)
         return current
 
@@ -251,11 +276,7 @@ def plan(
             held = _draft_held([held, draft.on() if draft is not None else {}])
             rig = claim(claimed_rig(own_rig, projector), held)
     full = kv_pairs != "none" or ladders
-    final = (
-        _plan_resolved(spec, rig, s, speed, kv_pairs, ladders, kv_kld, own_rigs())
-        if full or s.context != first.settings.context
-        else first
-    )
+    final = resolve(kv_pairs, ladders) if full or s.context != first.settings.context else first
     final = follow_draft(final, (kv_pairs, ladders))
     draft_on = draft.on() if draft is not None else {}
     resolved = replace(resolved, context=s.context)
@@ -290,30 +311,13 @@ def plan(
         fit=fit_beside(fit, {d: b for d, b in draft_on.items() if d != "cpu"}, margin=False),
         fit_summary=summary,
         device_loads=loads_beside(loads, draft_on, own_rig, "draft_bytes"),
-        paths=paths_beside(paths, draft_on, "draft_bytes"),
+        paths=paths_with_drafts(
+            paths, draft_on, path_drafts(spec, own_rig, s, *last[0]), final.recommended
+        ),
         projector=projector,
         draft=draft,
         notes=notes,
     )
-
-
-def _quant_of(s: PlanSettings, p: Plan) -> PlanSettings:
-    """`s` with the quantization the plan chose where Auto left it open: MTP blocks are
-    quantized like the rest of the target's file."""
-    if s.quant is not None:
-        return s
-    shown = next((x for x in p.paths if x.path is p.recommended), None) or p.paths[0]
-    return replace(s, quant=shown.quant) if shown.quant else s
-
-
-def _draft_held(tried: list[dict[str, int]]) -> dict[str, int]:
-    """What a plan sets aside for its draft model: the draft's bytes per device as the
-    last target placement's command loads it; once that has moved, the most any try
-    put on each device, so the target planned next leaves room for either (the draft
-    follows the target's split, which can follow the room the draft leaves)."""
-    if len(tried) == 1:
-        return dict(tried[0])
-    return {d: max(t.get(d, 0) for t in tried) for d in set().union(*tried)}
 
 
 def ollama_processor(p: Plan) -> str:
@@ -354,7 +358,7 @@ def _plan_resolved(
     recommended = choose_recommended(paths, spec, s.min_tok_s)
     shown = recommended or paths[0]
     cand = next(c for c in cands if c.name is shown.path)
-    placement, loads = recommended_placement(spec, rig, s, shown, cand)
+    placement, loads = recommended_placement(spec, own.get(shown.path, rig), s, shown, cand)
     notes: list[str] = list(rig.notes)
     g = spec.geometry
     if s.context > g.context_length:
