@@ -95,6 +95,14 @@ def main() -> None:
         for _ in range(8):
             settle(app)
         w.grab().save(str(out / f"{name}.png"))
+    # the Projector popup beside the tabs: the file, its image size, kept on the CPU or not
+    w.session.set_model("gemma-3-27b-it")
+    w.tabs.setCurrentWidget(w.paths_tab)
+    w.controls.projector.open_panel()
+    for _ in range(8):
+        settle(app)
+    w.controls.projector.panel.grab().save(str(out / "projector-panel.png"))
+    w.controls.projector.panel.hide()
     w.close()
     # Auto on a desktop with no GPU: the speed it reaches decides the quantization
     desktop = Rig(
@@ -118,6 +126,14 @@ def main() -> None:
     for _ in range(5):
         settle(app)
     w.grab().save(str(out / "paths-cpu-auto.png"))
+    # the Weights popup: how llama.cpp loads what the CPU holds, with both figures
+    w.session.set_model("gpt-oss-20b")
+    w.session.update_settings(context=32768)
+    w.controls.loading.open_panel()
+    for _ in range(8):
+        settle(app)
+    w.controls.loading.panel.grab().save(str(out / "weights-panel.png"))
+    w.controls.loading.panel.hide()
     w.close()
     # two machines over 10 GbE: llama.cpp RPC, the lanes grouped by host
     settings.clear()
