@@ -3,7 +3,9 @@
 - llama.cpp RPC: each other host runs `rpc-server` (one server offers every GPU it can
   see, llama.cpp #16276; the default port is 50052; `-c` caches received tensors under
   ~/.cache/llama.cpp/rpc/); this machine runs `llama-server --rpc host:port,…`. llama.cpp
-  lists RPC devices before its own GPUs, so `--tensor-split` names them first.
+  lists RPC devices before its own GPUs, so `--tensor-split` names them first. A draft
+  model (-md) without -devd takes that whole list and split, RPC devices included
+  (common/speculative.cpp common_base_params_to_speculative), as the plan counts it.
 - vLLM multi-node: a Ray cluster (`ray start --head` here, `ray start --address` on the
   others), then `vllm serve` on the head with TP inside a host and PP across hosts
   (docs.vllm.ai, "Distributed inference and serving").
@@ -20,13 +22,18 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rigspark_gui.core.errors import InvalidPlacementError
+from rigspark_gui.core.launch.beside_args import beside_args, draft_device_args, draft_pinned
+from rigspark_gui.core.launch.cpu_loading import loading_args
 from rigspark_gui.core.launch.engine import model_args
+from rigspark_gui.core.launch.llama_layout import buffer_name, buffer_prefix, rpc_split
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.placement import (
     CPU,
     INPUT,
     DeviceLoad,
     Placement,
+    gpu_device,
     gpu_index,
     llama_cpp_slots,
 )
@@ -128,10 +135,8 @@ def rpc_launch(
     engine = "llama.cpp RPC"
     if not (s.kv_k.llama_cpp and s.kv_v.llama_cpp):
         return _refuse(engine, "the fp8 KV cache is a vLLM option; llama.cpp has no such type")
-    order = [d for d in placement.devices if d != CPU]
     slots = [u.device for u in placement.units if u.unit != INPUT]
-    used = [d for d in order if d in slots]
-    counts = [slots.count(d) for d in used]
+    used, counts = rpc_split(placement)
     n_gpu_slots = sum(counts)
     if any(u.experts_device not in (None, u.device) for u in placement.units) or (
         n_gpu_slots
@@ -159,21 +164,39 @@ def rpc_launch(
         )
         endpoints.append(f"{address}:{RPC_PORT}")
     local = [i for d in used if (i := gpu_index(d)) is not None and not rig.gpus[i].host]
+    # a draft pinned (-devd) to a GPU here that the model leaves: shown too, the model
+    # kept to its own devices with -dev (RPC devices are RPC0, RPC1 ... in --rpc order)
+    shown = sorted({*local, *draft_pinned(spec, s)} & set(rig.local_gpus))
+    prefix = buffer_prefix(rig)
     model, model_notes = model_args(spec, quant, model_path)
     argv = ["llama-server", *model, "-c", str(s.context), "-ngl", str(n_gpu_slots)]
     if endpoints:
         argv += ["--rpc", ",".join(endpoints)]
+    if shown != local:
+        n_rpc = len(used) - len(local)
+        names = [f"RPC{k}" for k in range(n_rpc)]
+        names += [buffer_name(gpu_device(shown.index(i)), prefix) for i in local]
+        argv += ["-dev", ",".join(names) or "none"]
     if len(used) > 1:
         argv += ["--tensor-split", ",".join(str(c) for c in counts)]
     argv += ["-ctk", s.kv_k.value, "-ctv", s.kv_v.value]
     argv += ["-fa", "on" if s.flash_attn else "off", "-np", str(s.parallel)]
+    argv += loading_args(placement, spec, quant, s, rig)  # --load-mode none / --no-repack
+    argv += beside_args(spec, s, hf=model[0] == "-hf")  # --mmproj, -md ...
+    # without -devd the draft takes the model's devices and split, RPC ones included
+    # (common_base_params_to_speculative), as core/plan/draft.py plans it
+    target = [-1 if (i := gpu_index(d)) is None else i for d in used]
+    try:
+        argv += draft_device_args(spec, s, shown, prefix, target)
+    except InvalidPlacementError as err:
+        return _refuse(engine, str(err))
     scripts.append(
         HostScript(
             host="",
             address=rig.address or "this machine",
             role="llama-server (the API, the input embedding and the last layers)",
             order=len(scripts) + 1,
-            text=_line(_gpu_env(rig, local) if local else [("CUDA_VISIBLE_DEVICES", "")], argv),
+            text=_line(_gpu_env(rig, shown) if shown else [("CUDA_VISIBLE_DEVICES", "")], argv),
         )
     )
     notes = [

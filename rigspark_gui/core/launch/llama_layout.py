@@ -29,9 +29,11 @@ from rigspark_gui.core.placement import (
     CPU,
     INPUT,
     OUTPUT,
+    DeviceId,
     Placement,
     cpu_moe_count,
     gpu_device,
+    gpu_index,
     is_cpu_moe,
     llama_base,
 )
@@ -243,19 +245,34 @@ def launch_gpus(placement: Placement | Sequence[int], rig: Rig) -> list[int] | N
     return shown_gpus(placement, rig, buffer_prefix(rig))
 
 
-def launch_split(placement: Placement, rig: Rig) -> tuple[list[int], tuple[int, ...] | None]:
-    """The rig GPUs llama-server's command for `placement` shows (all local ones when it
-    shows all) and its --tensor-split over them (None: the default split). A draft model
-    inherits both from the target's command (`common_base_params_to_speculative` copies
-    the target's params, b11434), so it lands where this says."""
+def rpc_split(placement: Placement) -> tuple[list[str], list[int]]:
+    """The devices an RPC command gives the model, in llama.cpp's order (other hosts'
+    RPC devices first, then this machine's GPUs; each one a run of layers), and the
+    layer count on each: its --tensor-split, written where there are several."""
+    order = [d for d in placement.devices if d != CPU]
+    slots = [u.device for u in placement.units if u.unit != INPUT]
+    used = [d for d in order if d in slots]
+    return used, [slots.count(d) for d in used]
+
+
+def launch_split(placement: Placement, rig: Rig) -> tuple[list[DeviceId], tuple[int, ...] | None]:
+    """The devices llama-server's command for `placement` shows (rig GPU numbers, all
+    local ones when it shows all) and its --tensor-split over them (None: the default
+    split). A draft model inherits both from the target's command
+    (`common_base_params_to_speculative` copies the target's params, b11434), so it
+    lands where this says. A placement on other hosts runs as the RPC command
+    (cluster.py `rpc_launch`), which shows llama.cpp exactly the devices it uses, other
+    hosts' first (their GPU numbers, or an `rpc-cpu:` device for a host's CPU)."""
+    used, counts = rpc_split(placement)
+    ids: list[DeviceId] = [d if (i := gpu_index(d)) is None else i for d in used]
+    if any(isinstance(i, str) or rig.gpus[i].host for i in ids):
+        return ids, tuple(counts) if len(used) > 1 else None
     prefix = buffer_prefix(rig)
     layout = llama_layout(placement)
     visible = visible_gpus(placement, rig, prefix)
     split = llama_devices(placement, layout, rig, prefix, prefix).split
-    shown = list(rig.local_gpus) if visible is None else [i for i in visible if i in rig.local_gpus]
-    if split is not None and len(split) != len(shown):
-        split = None  # GPUs on other hosts are in the split: the local ones take the default
-    return shown, split
+    local: list[DeviceId] = list(rig.local_gpus if visible is None else visible)
+    return local, split
 
 
 def visible_from_env(env: Sequence[tuple[str, str]]) -> list[int] | None:

@@ -23,7 +23,15 @@ from rigspark_gui.core.errors import InvalidModelError, InvalidPlacementError
 from rigspark_gui.core.launch import launch_split
 from rigspark_gui.core.memory import WeightsLayout, output_buffer_bytes, weights_layout
 from rigspark_gui.core.model import VOCAB_MAX_SIZE_DIFFERENCE, DraftModel, Geometry, ModelSpec
-from rigspark_gui.core.placement import DeviceLoad, Placement, auto_place, device_loads
+from rigspark_gui.core.placement import (
+    DeviceId,
+    DeviceLoad,
+    Placement,
+    as_device,
+    auto_place,
+    device_loads,
+    split_memory,
+)
 from rigspark_gui.core.plan.mtp import mtp_layers, mtp_loads
 from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import Backend, PlanSettings
@@ -124,6 +132,8 @@ def plan_draft(
     sd = replace(s, kv_k=draft.kv_k, kv_v=draft.kv_v, quant=draft.quant)
     ngl = g.n_layer + 1 if draft.n_gpu_layers is None else min(draft.n_gpu_layers, g.n_layer + 1)
     local, split = draft_gpus(draft, rig, target)
+    if split is None and len(local) > 1 and target is not None:
+        split = free_split(spec, rig, s, target, local)
     placement = auto_place(g, rig, sd, ngl=ngl if local else 0, tensor_split=split, gpu_ids=local)
     layout = weights_layout(draft.spec, draft.quant)
     loads = draft_loads(placement, g, layout, rig, sd)
@@ -152,13 +162,15 @@ def plan_draft(
 
 def draft_gpus(
     draft: DraftModel, rig: Rig, target: Placement | None
-) -> tuple[list[int], tuple[int, ...] | None]:
-    """The rig GPUs the draft loads on and its --tensor-split over them. Without -devd,
-    the target command's (`launch_split`). -devd replaces the devices, not the split:
-    llama.cpp reads the target's --tensor-split by position over the draft's list, and
-    one device takes the whole draft in layer mode (common_base_params_to_speculative;
-    llama-model.cpp, load_tensors: an all-zero split falls back to free memory)."""
-    local: list[int] = list(rig.local_gpus)
+) -> tuple[list[DeviceId], tuple[int, ...] | None]:
+    """The devices the draft loads on (rig GPU numbers; an `rpc-cpu:` device where the
+    target's RPC command gives it another host's CPU) and its --tensor-split over them.
+    Without -devd, the target command's (`launch_split`, RPC devices first). -devd
+    replaces the devices, not the split: llama.cpp reads the target's --tensor-split by
+    position over the draft's list, and one device takes the whole draft in layer mode
+    (common_base_params_to_speculative; llama-model.cpp, load_tensors: an all-zero split
+    falls back to free memory)."""
+    local: list[DeviceId] = list(rig.local_gpus)
     split: tuple[int, ...] | None = None
     if target is not None:
         local, split = launch_split(target, rig)
@@ -167,11 +179,26 @@ def draft_gpus(
     for i in draft.devices:
         if i not in rig.local_gpus:
             raise InvalidPlacementError(f"-devd: there is no GPU {i} in this machine")
-    pinned = list(draft.devices)
+    pinned: list[DeviceId] = list(draft.devices)
     if split is None or len(pinned) < 2:
         return pinned, None
     by_position = tuple(split[j] if j < len(split) else 0 for j in range(len(pinned)))
     return pinned, by_position if any(by_position) else None
+
+
+def free_split(
+    spec: ModelSpec, rig: Rig, s: PlanSettings, target: Placement, devices: list[DeviceId]
+) -> tuple[int, ...] | None:
+    """llama.cpp's default split for a draft over several devices: the free memory of
+    each as the draft loads, after the target's weights, KV and compute buffers are
+    allocated (llama-model.cpp load_tensors reads ggml_backend_dev_memory then; the
+    target's model and context exist first, common_init_from_params). None where the
+    target's quantization is open (its loads unknown): the devices' whole memory."""
+    if s.quant is None:
+        return None
+    loads = device_loads(target, spec.geometry, weights_layout(spec, s.quant), rig, s)
+    on = {x.device: x.required_bytes for x in loads}
+    return tuple(max(split_memory(rig, as_device(i)) - on.get(as_device(i), 0), 1) for i in devices)
 
 
 def speed_basis(accepted: float | None, source: str, what: str) -> str:

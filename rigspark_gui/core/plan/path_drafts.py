@@ -37,8 +37,9 @@ def path_drafts(
     for c in model_paths(spec, rig, s.backend):
         if c.name is skip:
             continue
-        local = [i for i in c.gpu_ids if i in rig.local_gpus]
-        nominal = auto_place(spec.geometry, rig, sq, gpu_ids=local)
+        # every device of the path in llama.cpp's order, other hosts' too (the RPC
+        # command's device list, which the draft inherits)
+        nominal = auto_place(spec.geometry, rig, sq, gpu_ids=c.order)
         d = plan_draft(spec, rig, sq, nominal)
         if d is not None:
             out[c.name] = d.on()
