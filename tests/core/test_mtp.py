@@ -204,3 +204,20 @@ def test_on_auto_the_mtp_blocks_take_the_quantization_the_plan_chose() -> None:
     q8 = plan_draft(both, rig, settings(quant="Q8_0"), auto.placement)
     assert f16 is not None and q8 is not None and f16.weights_bytes != q8.weights_bytes
     assert auto.draft.weights_bytes == q8.weights_bytes
+
+
+def test_each_path_sizes_its_mtp_blocks_at_its_own_quantization() -> None:
+    # GLM-4.5-Air on two RTX 3090 at 8K, Auto: the paths settle on different
+    # quantizations, and each path's MTP block is quantized like that path's file
+    from rigspark_gui.catalog.models import load_catalog
+    from rigspark_gui.core.rig import GIB as _GIB
+
+    entry = next(e for e in load_catalog().entries if e.id == "glm-4.5-air")
+    gpu = replace(card().gpus[0], name="NVIDIA GeForce RTX 3090", memory_total_bytes=24 * _GIB)
+    rig = Rig(name="2x3090", gpus=(gpu, gpu), ram_total_bytes=64 * _GIB)
+    p = plan(entry.to_spec(), rig, settings(quant=None), simple_speed_model())
+    by = {x.path.value: x for x in p.paths}
+    quants = {k: v.quant for k, v in by.items()}
+    assert quants["gpu"] != quants["multi-gpu"] or quants["multi-gpu"] != quants["cpu-offload"]
+    bits = {k: by[k].breakdown.draft_bytes for k in ("gpu", "multi-gpu")}
+    assert 0 < bits["gpu"] < bits["multi-gpu"] < by["cpu-offload"].breakdown.draft_bytes

@@ -116,3 +116,27 @@ def test_a_pinned_draft_without_a_split_divides_what_the_target_leaves_free() ->
     assert d is not None
     on = d.on()
     assert on["gpu:1"] > 3 * on["gpu:0"] > 0
+
+
+def test_a_build_that_hides_no_gpu_splits_the_draft_over_the_local_ones(tmp_path: Path) -> None:
+    # mixed vendors here (the Vulkan build: no CUDA_VISIBLE_DEVICES) and a third GPU on
+    # another host: the target's --tensor-split counts all three by number, the draft of
+    # a local placement takes the two local entries
+    from rigspark_gui.core.plan.planner import plan
+    from tests.conftest import simple_speed_model
+
+    rig_file = tmp_path / "mixed.json"
+    rig_file.write_text(
+        '{"schema_version": 1, "name": "mixed", "address": "192.168.1.10",'
+        ' "gpus": [{"name": "NVIDIA GeForce RTX 3090"}, {"name": "AMD Radeon RX 7900 XTX"}],'
+        ' "ram_total_bytes": 68719476736, "cpu": {"name": "AMD Ryzen 9 5950X", "cores": 16,'
+        ' "memory_bandwidth_gbps": 51.2}, "hosts": [{"name": "box2", "address":'
+        ' "192.168.1.11", "ram_total_bytes": 34359738368, "gpus": [{"name":'
+        ' "NVIDIA GeForce RTX 3090"}]}], "network": {"preset": "10gbe"}}'
+    )
+    rig = load_rig(rig_file, gpu_database())
+    local = auto_place(QWEN_32B, rig, settings(), gpu_ids=[0, 1])
+    shown, split = launch_split(local, rig)
+    assert shown == [0, 1] and split is not None and len(split) == 2
+    p = plan(_target(), rig, settings(), simple_speed_model())  # no error
+    assert p.draft is not None

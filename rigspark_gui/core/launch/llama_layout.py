@@ -272,6 +272,11 @@ def launch_split(placement: Placement, rig: Rig) -> tuple[list[DeviceId], tuple[
     visible = visible_gpus(placement, rig, prefix)
     split = llama_devices(placement, layout, rig, prefix, prefix).split
     local: list[DeviceId] = list(rig.local_gpus if visible is None else visible)
+    if split is not None and visible is None:
+        # a build that hides no GPU (Vulkan, SYCL, Metal): the split counts every rig
+        # GPU by its number, other hosts' too; the local ones' entries are theirs
+        picked = tuple(split[i] if i < len(split) else 0 for i in rig.local_gpus)
+        split = picked if len(picked) > 1 and any(picked) else None
     return local, split
 
 

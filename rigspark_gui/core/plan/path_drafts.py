@@ -26,17 +26,24 @@ if TYPE_CHECKING:
 
 
 def path_drafts(
-    spec: ModelSpec, rig: Rig, s: PlanSettings, skip: PathName | None, quant: str | None
+    spec: ModelSpec,
+    rig: Rig,
+    s: PlanSettings,
+    skip: PathName | None,
+    quant: str | None,
+    quants: Mapping[PathName, str | None] | None = None,
 ) -> dict[PathName, dict[str, int]]:
     """Each path's draft bytes per device (but `skip`'s, the plan's own), with MTP
-    blocks quantized as `quant` where Auto left the quantization open."""
+    blocks quantized as the path's own quantization (`quants`, once the paths are
+    planned) or, while planning, `quant` (the last choice) where Auto left it open."""
     if spec.draft is None and not s.mtp_draft:
         return {}
-    sq = s if s.quant is not None or quant is None else replace(s, quant=quant)
     out: dict[PathName, dict[str, int]] = {}
     for c in model_paths(spec, rig, s.backend):
         if c.name is skip:
             continue
+        q = (quants or {}).get(c.name) or quant
+        sq = s if s.quant is not None or q is None else replace(s, quant=q)
         # every device of the path in llama.cpp's order, other hosts' too (the RPC
         # command's device list, which the draft inherits)
         nominal = auto_place(spec.geometry, rig, sq, gpu_ids=c.order)

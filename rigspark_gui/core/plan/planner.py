@@ -312,7 +312,10 @@ def plan(
         fit_summary=summary,
         device_loads=loads_beside(loads, draft_on, own_rig, "draft_bytes"),
         paths=paths_with_drafts(
-            paths, draft_on, path_drafts(spec, own_rig, s, *last[0]), final.recommended
+            paths,
+            draft_on,
+            path_drafts(spec, own_rig, s, *last[0], {x.path: x.quant for x in paths}),
+            final.recommended,
         ),
         projector=projector,
         draft=draft,

@@ -233,9 +233,9 @@ def _trade_off_words(spec: ModelSpec, fitting: list[Timed], chosen: Timed) -> st
         if speed >= (_tok_s(top[1]) or 0.0) * (1 - SPEED_BAND):
             return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
         return (
-            f" ({name} is within the {band} speed band at a RAM bandwidth "
-            f"{BANDWIDTH_SPREAD * 100:.0f} % off the measured one: a tie kept at the "
-            "better quality)"
+            f" ({name} is faster by more than the {band} band at the measured RAM "
+            f"bandwidth, but the two tie at one {BANDWIDTH_SPREAD * 100:.0f} % off it: "
+            "kept at the better quality)"
         )
     return f" ({name} would lose more than {QUALITY_FLOOR} for it)"
 
