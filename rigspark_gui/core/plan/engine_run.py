@@ -116,8 +116,13 @@ def fit_sentence(
         if experts:
             parts.append(f"leave the experts of {experts} layers in system memory")
     alone = "llama.cpp alone would " + ", ".join(parts)
-    on = "no GPU" if not plan_gpus else ("1 GPU" if plan_gpus == 1 else f"{plan_gpus} GPUs")
-    ours = f"RigSpark's plan: {plan_context:,} tokens, {plan_gpu_slots} of {slots} layers on {on}"
+    on = "1 GPU" if plan_gpus == 1 else f"{plan_gpus} GPUs"
+    layers = (
+        f"{plan_gpu_slots} of {slots} layers on {on}"
+        if plan_gpus and plan_gpu_slots
+        else "every layer on the CPU"
+    )
+    ours = f"RigSpark's plan: {plan_context:,} tokens, {layers}"
     if plan_expert_layers:
         ours += f", the experts of {plan_expert_layers} in system memory (--n-cpu-moe)"
     return f"{alone}; {ours}"

@@ -131,7 +131,17 @@ def choose_recommended(paths: Sequence[C], spec: ModelSpec, min_tok_s: float = 0
     if min_tok_s > 0 and any(above_floor(spec, p.quant or "") for p in fitting):
         # Auto's quality floor holds across paths as within one (quant_search)
         fitting = [p for p in fitting if above_floor(spec, p.quant or "")]
-    fast = [p for p in fitting if min_tok_s <= 0 or p.tok_s is None or p.tok_s >= min_tok_s]
+    # an unknown speed cannot be held against a path, but a path holding weights in
+    # system memory does not win on an unknown (its CPU's bandwidth) over paths whose
+    # speed is known
+    known = any(p.tok_s is not None for p in fitting)
+    fast = [
+        p
+        for p in fitting
+        if min_tok_s <= 0
+        or (p.tok_s is None and (p.path in GPU_ONLY or not known))
+        or (p.tok_s is not None and p.tok_s >= min_tok_s)
+    ]
     if not fast:
         return max(fitting, key=lambda p: p.tok_s or 0.0) if fitting else None
     gpu_only = [p for p in fast if p.path in GPU_ONLY]
