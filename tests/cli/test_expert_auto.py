@@ -184,3 +184,22 @@ def test_the_same_answer_under_bandwidth_noise(factor: float) -> None:
     if "base" not in BASE:
         BASE["base"] = _answer(rig, 1.0)
     assert _answer(rig, factor)[:2] == BASE["base"][:2]
+
+
+def test_the_sentence_says_when_only_quantizations_below_the_floor_are_fast() -> None:
+    from types import SimpleNamespace
+
+    from rigspark_gui.core.plan.quant_search import _choice
+
+    spec = _spec("llama-3.1-8b-instruct")
+    assert above_floor(spec, "Q4_K_M") and not above_floor(spec, "IQ2_S")
+
+    def timed(quant: str, tok_s: float):  # type: ignore[no-untyped-def]
+        return (SimpleNamespace(quant=quant), SimpleNamespace(tok_s=tok_s))
+
+    fitting = [timed("Q4_K_M", 3.0), timed("IQ2_S", 10.3)]
+    said = _choice(spec, fitting, fitting[0], 8.0)  # type: ignore[arg-type]
+    assert said.startswith("only quantizations below the moderate loss floor reach 8 tok/s")
+    assert "IQ2_S" in said and "10.3 tok/s" in said and "no quantization reaches" not in said
+    alone = _choice(spec, fitting[:1], fitting[0], 8.0)  # type: ignore[arg-type]
+    assert alone.startswith("no quantization reaches 8 tok/s here")

@@ -257,10 +257,14 @@ def _choice(spec: ModelSpec, fitting: list[Timed], chosen: Timed, min_tok_s: flo
             f"tok/s minimum; {chosen[0].quant} reaches {speed}{floor}"
         )
     why = _trade_off_words(spec, fitting, chosen)
-    return (
-        f"no quantization reaches {min_tok_s:g} tok/s here; {_words(spec, chosen[0].quant)} "
-        f"at {speed} is the best trade-off{why}"
+    below = next((f for f in fitting if meets(f[1], min_tok_s)), None)
+    reach = (
+        f"only quantizations below the {QUALITY_FLOOR} floor reach {min_tok_s:g} tok/s "
+        f"here ({_words(spec, below[0].quant)} at {_fmt(_tok_s(below[1]))})"
+        if below is not None
+        else f"no quantization reaches {min_tok_s:g} tok/s here"
     )
+    return f"{reach}; {_words(spec, chosen[0].quant)} at {speed} is the best trade-off{why}"
 
 
 def search_path(
