@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QShowEvent
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QFrame,
     QLabel,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -43,6 +40,7 @@ from rigspark_gui.core.rig import Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.units import gib
 from rigspark_gui.report.text import path_label
+from rigspark_gui.ui.popup_panel import PopupPanel, popup_button
 from rigspark_gui.ui.session import PlannerSession
 
 # the Weights choices: their words and PlanSettings.mmap
@@ -140,13 +138,11 @@ def figures_text(path: PathPlan, s: PlanSettings, others: dict[str, int]) -> str
     return "\n".join(lines)
 
 
-class LoadingPanel(QFrame):
+class LoadingPanel(PopupPanel):
     """The popup: the Weights choice, Don't repack, the figures and why it is off."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, Qt.WindowType.Popup)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAccessibleName("How the weights load")
+        super().__init__("How the weights load", parent)
         self.mode = QComboBox()
         for i, (text, value) in enumerate(MODES):
             self.mode.addItem(text, value)
@@ -156,9 +152,6 @@ class LoadingPanel(QFrame):
         self.figures = QLabel()
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.figures.setMinimumWidth(340)
-        self.note = QLabel()
-        self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid);")
         form = QFormLayout()
         label = QLabel("&Weights")
         label.setBuddy(self.mode)
@@ -169,23 +162,7 @@ class LoadingPanel(QFrame):
         layout.addWidget(self.no_repack)
         layout.addWidget(self.figures)
         layout.addWidget(self.note)
-
-    def open_below(self, anchor: QWidget) -> None:
-        """Show under `anchor`, right-aligned with it, the Weights choice focused."""
-        self.adjustSize()
-        corner = anchor.mapToGlobal(QPoint(anchor.width(), anchor.height()))
-        self.move(corner - QPoint(self.width(), 0))
-        self.show()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self.mode.setFocus(Qt.FocusReason.PopupFocusReason)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape:
-            self.hide()
-            return
-        super().keyPressEvent(event)
+        self.focus_widget = self.mode
 
 
 class LoadingControls(QObject):
@@ -197,10 +174,7 @@ class LoadingControls(QObject):
         super().__init__(parent)
         self.session = session
         self._syncing = False
-        self.button = QToolButton(parent)
-        self.button.setText("&Weights ▾")
-        self.button.setAccessibleName("How the weights load")
-        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.button = popup_button(parent, "&Weights ▾", "How the weights load")
         self.button.clicked.connect(self.open_panel)
         self.panel = LoadingPanel(self.button)
         self.panel.mode.currentIndexChanged.connect(self._on_mode)

@@ -13,18 +13,15 @@ import contextlib
 import html
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QShowEvent
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFileDialog,
     QFormLayout,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSpinBox,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +31,7 @@ from rigspark_gui.core.model import ModelSpec, Projector
 from rigspark_gui.core.settings import SETTING_RANGES, PlanSettings
 from rigspark_gui.core.units import human_bytes
 from rigspark_gui.ui import dialogs
+from rigspark_gui.ui.popup_panel import PopupPanel, popup_button
 from rigspark_gui.ui.session import PlannerSession
 
 # the spin box's largest side: far above any projector's own limit (Qwen-VL's 4096
@@ -96,13 +94,11 @@ def plan_line(s: PlanSettings, load: ProjectorLoad | None) -> str:
     )
 
 
-class ProjectorPanel(QFrame):
+class ProjectorPanel(PopupPanel):
     """The popup: the file, Choose…/Use the catalog's, the image size, Keep on CPU."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, Qt.WindowType.Popup)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAccessibleName("Projector settings")
+        super().__init__("Projector settings", parent)
         self.file_label = QLabel()
         self.file_label.setWordWrap(True)
         self.file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -125,9 +121,6 @@ class ProjectorPanel(QFrame):
             "llama.cpp --no-mmproj-offload: the projector's weights and compute buffer "
             "stay in system memory; unticked, they load on the first GPU llama-server sees"
         )
-        self.note = QLabel()
-        self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid);")
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.choose_button)
@@ -144,23 +137,7 @@ class ProjectorPanel(QFrame):
         layout.addLayout(form)
         layout.addWidget(self.on_cpu)
         layout.addWidget(self.note)
-
-    def open_below(self, anchor: QWidget) -> None:
-        """Show under `anchor`, right-aligned with it, the first control focused."""
-        self.adjustSize()
-        corner = anchor.mapToGlobal(QPoint(anchor.width(), anchor.height()))
-        self.move(corner - QPoint(self.width(), 0))
-        self.show()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self.choose_button.setFocus(Qt.FocusReason.PopupFocusReason)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape:
-            self.hide()
-            return
-        super().keyPressEvent(event)
+        self.focus_widget = self.choose_button
 
 
 class ProjectorControls(QObject):
@@ -173,10 +150,7 @@ class ProjectorControls(QObject):
         self.session = session
         self._syncing = False
         self._file_bytes: dict[str, int] = {}  # chosen files' sizes on disk, by path
-        self.button = QToolButton(parent)
-        self.button.setText("Pro&jector ▾")
-        self.button.setAccessibleName("Projector")
-        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.button = popup_button(parent, "Pro&jector ▾", "Projector")
         self.button.clicked.connect(self.open_panel)
         self.panel = ProjectorPanel(self.button)
         self.panel.choose_button.clicked.connect(self.choose_file)
