@@ -42,7 +42,8 @@ from rigspark_gui.formats.jsonable import jsonable  # noqa: E402
 from rigspark_gui.formats.model_spec import Geometry as GeometryFile  # noqa: E402
 from validation.agreement import compute_tolerance, cpu_rig  # noqa: E402
 from validation.arch_b11434 import run_cli  # noqa: E402
-from validation.hybrid_b11434 import FTYPES, MACHINE, SRC, parse_log, settings_of  # noqa: E402
+from validation.hybrid_b11434 import FTYPES, MACHINE, parse_log, settings_of  # noqa: E402
+from validation.hybrid_b11434 import build_probe as hybrid_build_probe  # noqa: E402
 
 MIB = 1 << 20
 OUT = Path(__file__).with_name("dsv4_b11434.json")
@@ -54,21 +55,8 @@ _STATE_LINE = re.compile(r"DSV4 \w+ state buffer size")
 
 
 def build_probe() -> None:
-    """Link the probe against b11434's static libraries (llama.cpp itself is not rebuilt)."""
-    WORK.mkdir(parents=True, exist_ok=True)
-    b = SRC / "build"
-    wraps = [
-        "ggml_backend_buft_alloc_buffer",
-        "ggml_backend_buft_alloc_buffer_n",
-        "ggml_backend_dev_buffer_from_host_ptr",
-    ]
-    cmd = ["gcc", "-O1", "-o", str(PROBE), str(ROOT / "validation" / "b11434_probe.c")]
-    cmd += [f"-I{SRC / 'include'}", f"-I{SRC / 'ggml' / 'include'}"]
-    cmd += [f"-Wl,--wrap={w}" for w in wraps]
-    cmd += [str(b / "src/libllama.a"), str(b / "ggml/src/libggml.a")]
-    cmd += [str(b / "ggml/src/ggml-rpc/libggml-rpc.a"), str(b / "ggml/src/libggml-cpu.a")]
-    cmd += [str(b / "ggml/src/libggml-base.a"), "-lgomp", "-lpthread", "-lm", "-lstdc++", "-ldl"]
-    subprocess.run(cmd, check=True)
+    """The probe (validation/b11434_probe.c) linked as validation/hybrid_b11434.py links it."""
+    hybrid_build_probe(PROBE, "b11434_probe.c")
 
 
 def _grid(quant: str) -> list[dict[str, Any]]:

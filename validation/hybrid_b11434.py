@@ -59,16 +59,17 @@ MACHINE = {
 }  # fmt: skip
 
 
-def build_probe() -> None:
-    """Link the probe against b11434's static libraries (llama.cpp itself is not rebuilt)."""
-    WORK.mkdir(parents=True, exist_ok=True)
+def build_probe(probe: Path = PROBE, source: str = "b11434_probe.c") -> None:
+    """Link a probe (validation/`source`) against b11434's static libraries into `probe`
+    (llama.cpp itself is not rebuilt)."""
+    probe.parent.mkdir(parents=True, exist_ok=True)
     b = SRC / "build"
     wraps = [
         "ggml_backend_buft_alloc_buffer",
         "ggml_backend_buft_alloc_buffer_n",
         "ggml_backend_dev_buffer_from_host_ptr",
     ]
-    cmd = ["gcc", "-O1", "-o", str(PROBE), str(ROOT / "validation" / "b11434_probe.c")]
+    cmd = ["gcc", "-O1", "-o", str(probe), str(ROOT / "validation" / source)]
     cmd += [f"-I{SRC / 'include'}", f"-I{SRC / 'ggml' / 'include'}"]
     cmd += [f"-Wl,--wrap={w}" for w in wraps]
     cmd += [str(b / "src/libllama.a"), str(b / "ggml/src/libggml.a")]

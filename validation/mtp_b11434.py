@@ -40,6 +40,7 @@ from rigspark_gui.core.plan.mtp import (  # noqa: E402
     rollback_state_bytes,
 )
 from rigspark_gui.core.settings import PlanSettings  # noqa: E402
+from validation.hybrid_b11434 import build_probe as hybrid_build_probe  # noqa: E402
 
 SRC = Path.home() / ".cache/rigspark/llama-src"
 SERVER = SRC / "build/bin/llama-server"
@@ -67,20 +68,8 @@ _LINE = re.compile(r"(?P<kind>model|output|KV|RS|compute) buffer size =\s+(?P<mi
 
 
 def build_probe() -> None:
-    WORK.mkdir(parents=True, exist_ok=True)
-    b = SRC / "build"
-    wraps = [
-        "ggml_backend_buft_alloc_buffer",
-        "ggml_backend_buft_alloc_buffer_n",
-        "ggml_backend_dev_buffer_from_host_ptr",
-    ]
-    cmd = ["gcc", "-O1", "-o", str(PROBE), str(ROOT / "validation" / "mtp_probe.c")]
-    cmd += [f"-I{SRC / 'include'}", f"-I{SRC / 'ggml' / 'include'}"]
-    cmd += [f"-Wl,--wrap={w}" for w in wraps]
-    cmd += [str(b / "src/libllama.a"), str(b / "ggml/src/libggml.a")]
-    cmd += [str(b / "ggml/src/ggml-rpc/libggml-rpc.a"), str(b / "ggml/src/libggml-cpu.a")]
-    cmd += [str(b / "ggml/src/libggml-base.a"), "-lgomp", "-lpthread", "-lm", "-lstdc++", "-ldl"]
-    subprocess.run(cmd, check=True)
+    """The probe (validation/mtp_probe.c) linked as validation/hybrid_b11434.py links it."""
+    hybrid_build_probe(PROBE, "mtp_probe.c")
 
 
 def parse(log: str) -> dict[str, dict[str, int]]:
