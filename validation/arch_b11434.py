@@ -278,20 +278,29 @@ MIB = 1 << 20
 def run_cli(
     description: str,
     out: Path,
-    measure_all: Callable[[], Any],
+    measure_all: Callable[..., Any],
     report_of: Callable[[Any], str],
-    doc_of: Callable[[Any], str],
+    doc_of: Callable[[Any], str] | None = None,
+    *,
+    only: bool = False,
 ) -> None:
     """The command line of a b11434 suite: measure (or re-read `out` with
-    --report-only), keep the rows, print the report or the docs section (--doc)."""
+    --report-only), keep the rows, print the report or the docs section (--doc, where
+    the suite writes one). `only`: the suite measures some synthetic models by name
+    (--only NAME ...), given to `measure_all` as a set (None: all)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--doc", action="store_true", help="print the docs/validation.md section")
+    if doc_of is not None:
+        ap.add_argument("--doc", action="store_true", help="print the docs/validation.md section")
+    if only:
+        ap.add_argument("--only", nargs="*", help="synthetic model names")
     args = ap.parse_args()
-    data = json.loads(out.read_text()) if args.report_only else measure_all()
-    if not args.report_only:
+    if args.report_only:
+        data = json.loads(out.read_text())
+    else:
+        data = measure_all(set(args.only) if args.only else None) if only else measure_all()
         out.write_text(json.dumps(data, indent=1) + "\n")
-    print(doc_of(data) if args.doc else report_of(data))
+    print(doc_of(data) if doc_of is not None and args.doc else report_of(data))
 
 
 def main() -> None:

@@ -17,8 +17,6 @@ tests/validation/test_hybrid_b11434.py on every test run.
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import subprocess
 import sys
@@ -44,6 +42,7 @@ from rigspark_gui.formats.model_spec import Geometry as GeometryFile  # noqa: E4
 from rigspark_gui.formats.model_spec import ModelSpec as ModelSpecFile  # noqa: E402
 from rigspark_gui.formats.model_spec import read_model_spec  # noqa: E402
 from validation.agreement import compute_tolerance, cpu_rig  # noqa: E402
+from validation.arch_b11434 import run_cli  # noqa: E402
 
 MIB = 1 << 20
 OUT = Path(__file__).with_name("hybrid_b11434.json")
@@ -245,16 +244,7 @@ def report(data: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--only", nargs="*", help="synthetic model names")
-    args = ap.parse_args()
-    if args.report_only:
-        data = json.loads(OUT.read_text())
-    else:
-        data = measure(set(args.only) if args.only else None)
-        OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(report(data))
+    run_cli(__doc__.splitlines()[0], OUT, measure, report, only=True)
 
 
 if __name__ == "__main__":

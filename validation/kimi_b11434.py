@@ -22,8 +22,6 @@ cases (validation/kimi_b11434.json) are re-predicted by tests/validation/test_ki
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from validation.arch_b11434 import run_cli  # noqa: E402
 from validation.hybrid_b11434 import (  # noqa: E402
     FTYPES,
     MACHINE,
@@ -137,16 +136,7 @@ def measure(only: set[str] | None) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--only", nargs="*", help="synthetic model names")
-    args = ap.parse_args()
-    if args.report_only:
-        data = json.loads(OUT.read_text())
-    else:
-        data = measure(set(args.only) if args.only else None)
-        OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(report(data))
+    run_cli(__doc__.splitlines()[0], OUT, measure, report, only=True)
 
 
 if __name__ == "__main__":
