@@ -199,16 +199,16 @@ def plan(
     rig = claim(rig, held)
 
     last: list[tuple[PathName | None, str | None]] = [(None, None)]  # last choice
+    path_loads = path_projectors(spec, own_rig, own_s)  # each path's own, fixed per plan
 
     def own_rigs() -> dict[PathName, Rig]:
         """Paths whose command shows llama-server other GPUs than the plan's projector
         is on (a CPU-only path shows none), or would load the draft elsewhere than the
         plan's own: planned with theirs set aside where they load."""
         out: dict[PathName, Rig] = {}
-        loads = path_projectors(spec, own_rig, own_s)
         drafts = path_drafts(spec, own_rig, s, *last[0])
-        for name in {*loads, *drafts}:
-            load = loads.get(name)
+        for name in {*path_loads, *drafts}:
+            load = path_loads.get(name)
             if load is None or projector is None or load.device == projector.device:
                 load = projector
             on = drafts.get(name, held)
@@ -292,9 +292,7 @@ def plan(
     if s.backend is Backend.OLLAMA and final.device_loads:
         summary = f"{summary}; `ollama ps` would show {ollama_processor(final)}".lstrip("; ")
     loads = with_projector(final.device_loads, projector, own_rig)
-    paths = with_projector_paths(
-        final.paths, projector, path_projectors(spec, own_rig, own_s), final.recommended
-    )
+    paths = with_projector_paths(final.paths, projector, path_loads, final.recommended)
     fit = with_projector_fit(fit, projector)
     notes = final.notes
     if projector is not None and not projector.compute_known:
