@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
+from server_log import server_log  # noqa: E402
 from synth import Synth, write_gguf  # noqa: E402
 
 SERVER = Path.home() / ".cache/rigspark/llama-src/build/bin/llama-server"
@@ -54,20 +53,7 @@ def run_server(draft: Path, ctx: int, fa: str, np_: int, port: int) -> str:
     ]  # fmt: skip
     if np_ > 0:
         cmd += ["-np", str(np_)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    deadline = time.monotonic() + 120
-    assert p.stdout is not None
-    for line in p.stdout:
-        lines.append(line)
-        if "listening on" in line or "error" in line.lower() or time.monotonic() > deadline:
-            break
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-    return "".join(lines)
+    return server_log(cmd, 120)
 
 
 def draft_buffers(log: str) -> dict[str, float]:

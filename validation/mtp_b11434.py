@@ -23,7 +23,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from rigspark_gui.core.plan.mtp import (  # noqa: E402
 )
 from rigspark_gui.core.settings import PlanSettings  # noqa: E402
 from validation.hybrid_b11434 import build_probe as hybrid_build_probe  # noqa: E402
+from validation.server_log import server_log  # noqa: E402
 
 SRC = Path.home() / ".cache/rigspark/llama-src"
 SERVER = SRC / "build/bin/llama-server"
@@ -130,20 +130,7 @@ def run_server(path: Path, port: int) -> str:
         str(SERVER), "-m", str(path), "--spec-type", "draft-mtp", "-c", "4096", "-np", "1",
         "-fa", "on", "--port", str(port), "-t", "2", "-ngl", "0", "-lv", "4",
     ]  # fmt: skip
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    deadline = time.monotonic() + 180
-    assert p.stdout is not None
-    for line in p.stdout:
-        lines.append(line)
-        if "listening on" in line or "error" in line.lower() or time.monotonic() > deadline:
-            break
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-    return "".join(lines)
+    return server_log(cmd, 180)
 
 
 def server_lines(log: str) -> list[str]:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "validation"))
 
 from mmproj_synth import MmprojSynth, weight_bytes, write_mmproj  # noqa: E402
+from server_log import server_log  # noqa: E402
 from synth import Synth, write_gguf  # noqa: E402
 
 from rigspark_gui.catalog.mmproj import read_projector  # noqa: E402
@@ -72,20 +71,7 @@ def run_server(text: Path, mmproj: Path, fa: str, port: int) -> str:
         str(SERVER), "-m", str(text), "--mmproj", str(mmproj), "-c", "512",
         "--port", str(port), "-lv", "4", "-fa", fa, "-t", "2",
     ]  # fmt: skip
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    deadline = time.monotonic() + 120
-    assert p.stdout is not None
-    for line in p.stdout:
-        lines.append(line)
-        if "listening on" in line or "error" in line.lower() or time.monotonic() > deadline:
-            break
-    p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-    return "".join(lines)
+    return server_log(cmd, 120)
 
 
 def parse(log: str) -> dict[str, Any]:
