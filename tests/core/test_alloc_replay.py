@@ -17,28 +17,10 @@ import pytest
 from rigspark_gui.core.fit import graph_deepseek2
 from rigspark_gui.core.fit.alloc_replay import _Tallocr, allocate, split_graph
 from rigspark_gui.core.model import Geometry
+from tests.core.test_kv_cache import DEEPSEEK_V2_LITE
 
-# DeepSeek-V2-Lite as validation/fit_suite.py writes it (its GGUF read back by RigSpark)
-DSV2_LITE = Geometry(
-    architecture="deepseek2",
-    n_layer=27,
-    n_embd=2048,
-    n_head=16,
-    n_head_kv=16,
-    head_dim_k=192,
-    head_dim_v=128,
-    n_vocab=102400,
-    n_ff=10944,
-    n_expert=64,
-    n_expert_used=6,
-    n_ff_expert=1408,
-    n_shared_expert=2,
-    n_ff_shared_expert=2816,
-    n_dense_lead=1,
-    kv_lora_rank=512,
-    rope_head_dim=64,
-    context_length=163840,
-)
+# DeepSeek-V2-Lite, as validation/fit_suite.py writes it (the same geometry)
+DSV2_LITE = DEEPSEEK_V2_LITE
 CPU = 3  # three RPC devices, then the CPU
 EXPS = r"blk\.{}\.ffn_(up|down|gate_up|gate)_(ch|)exps"
 
