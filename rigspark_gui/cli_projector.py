@@ -80,6 +80,23 @@ def attach_draft(args: argparse.Namespace, spec: ModelSpec) -> ModelSpec:
 
     name = getattr(args, "model_draft", None)
     if not name:
+        given = [
+            flag
+            for flag, key in (
+                ("--device-draft", "device_draft"),
+                ("-ngld", "gpu_layers_draft"),
+                ("-ctkd", "cache_type_k_draft"),
+                ("-ctvd", "cache_type_v_draft"),
+            )
+            if getattr(args, key, None)
+        ]
+        if given and getattr(args, "spec_type", None) == "draft-mtp":
+            raise UsageError(
+                f"{', '.join(given)}: not planned for MTP drafting yet (llama.cpp's "
+                "defaults are: f16 cache on the target's devices)"
+            )
+        if given:
+            raise UsageError(f"{', '.join(given)} set without --model-draft: there is no draft")
         return spec
     draft, quant = _draft_spec(name)
     quant = getattr(args, "draft_quant", None) or quant

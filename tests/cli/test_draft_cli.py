@@ -127,3 +127,19 @@ def test_mtp_drafting_with_qwen35_shows_its_memory_and_the_flag(
     assert data["draft"]["mtp"] is True and data["draft"]["state_bytes"] > 0
     on = dict(map(tuple, data["draft"]["bytes_on"]))
     assert {d["device"]: d["draft_bytes"] for d in data["device_loads"]} == on
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--device-draft", "CUDA1"), "--device-draft set without --model-draft"),
+        (("-ctkd", "q8_0"), "-ctkd set without --model-draft"),
+        (("--spec-type", "draft-mtp", "-ngld", "5"), "-ngld: not planned for MTP drafting"),
+    ],
+)
+def test_draft_flags_without_a_draft_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], rig: Path, flags: tuple[str, ...], said: str
+) -> None:
+    code, out, err = run(capsys, "plan", "--model", "glm-4.5-air", "--rig", str(rig), *flags)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and said in err
