@@ -237,6 +237,17 @@ class Row:
     old_build: bool = False  # CPU: a llama.cpp build before the repacked kernels (Nov 2024)
     measured_bw: bool = False  # CPU: bandwidth_gbps is a measured read stream, not a spec
     vcpu: bool = False  # CPU: a virtual machine's vCPUs (threads of a host, maybe siblings)
+    # CPU: each counted core's share of a whole core, where the vCPUs were timed together
+    # (the app's core probe: compute_cores / cores); None: the fitted vCPU share applies
+    share: float | None = None
+
+    @property
+    def fitted_vcpu(self) -> bool:
+        return self.vcpu and self.share is None
+
+    @property
+    def core_share(self) -> float:
+        return self.share if self.share is not None else 1.0
 
 
 def load_gpu_db(path: Path = GPUS_PATH) -> dict[str, dict[str, Any]]:
@@ -333,7 +344,7 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
             int(cores) if cores else None, 1, arch.n_layer, attn, weights, kv, elements,
             active, moe, threads=int(threads) if threads else None,
             old_build=old_cpu_build(raw), measured_bw=raw.get("bandwidth_basis") == "measured",
-            vcpu=bool(raw.get("vcpu")),
+            vcpu=bool(raw.get("vcpu")), share=_share(raw, cores),
         )  # fmt: skip
     spec = gpus.get(_norm(str(raw["device"])))
     if spec is None:
@@ -358,6 +369,13 @@ def _row(raw: dict[str, Any], gpus: dict[str, dict[str, Any]]) -> Row | str:
         factor_key, family, CpuIsa.OTHER, bw, flops * 1e12 if flops else None, None,
         int(raw.get("n_devices") or 1), arch.n_layer, attn, weights, kv, elements, active, moe,
     )  # fmt: skip
+
+
+def _share(raw: dict[str, Any], cores: Any) -> float | None:
+    measured = raw.get("compute_cores")
+    if not measured or not cores:
+        return None
+    return min(float(measured) / float(cores), 1.0)
 
 
 def old_cpu_build(raw: dict[str, Any]) -> bool:
@@ -448,7 +466,7 @@ def _decode_names(rows: Sequence[Row]) -> list[str]:
                 names += [f"cpu_qf[{r.family.value}]", f"cpu_qfi[{isa_family(r)}]"]
             if r.old_build and DECODE_ERA:
                 names.append("cpu_era")
-            if r.vcpu:
+            if r.fitted_vcpu:
                 names.append("cpu_vcpu")
         else:
             names += [f"eff[{r.cls.value}]", f"ls[{r.backend}]"]
@@ -470,7 +488,7 @@ def _prefill_names(rows: Sequence[Row]) -> list[str]:
             names.append(f"cpu_flops[{r.isa.value}]")
             if r.old_build:
                 names.append("cpu_pp_era")
-            if r.vcpu:
+            if r.fitted_vcpu:
                 names.append("cpu_pp_vcpu")
         else:
             names.append(f"pp_eff[{r.cls.value}]")
@@ -491,7 +509,7 @@ def cpu_terms(p: dict[str, float], r: Row) -> tuple[float, float, float]:
     eff = p.get("cpu_eff_meas") if r.measured_bw else None
     ram = read / (r.bandwidth_gbps * 1e9 * (eff or p["cpu_eff"]))
     bw_key = core_bw_key(p, r.isa)
-    per_core = _get(p, "cpu_vcpu", 1.0) if r.vcpu else 1.0
+    per_core = _get(p, "cpu_vcpu", 1.0) if r.fitted_vcpu else r.core_share
     stream = read / (r.cores * p[bw_key] * per_core) if r.cores and bw_key else 0.0
     rate_key = cpu_key(p, "cpu_rate", r.isa)
     compute = 0.0
@@ -561,7 +579,7 @@ def predict_prefill(p: dict[str, float], d: dict[str, float], r: Row) -> float |
         if not key or not r.cores:
             return None
         flops = p[key] * r.cores * (_get(p, "cpu_pp_era", 1.0) if r.old_build else 1.0)
-        flops *= _get(p, "cpu_pp_vcpu", 1.0) if r.vcpu else 1.0
+        flops *= _get(p, "cpu_pp_vcpu", 1.0) if r.fitted_vcpu else r.core_share
         ls = CPU_LAYER_SECONDS
     else:
         eff = p.get(f"pp_eff[{r.cls.value}]")
@@ -595,7 +613,7 @@ class _Design:
         self.bw = val(lambda r: r.bandwidth_gbps * 1e9)
         self.layers = val(lambda r: r.n_layer)
         self.hops = val(lambda r: r.n_devices - 1)
-        self.cores = val(lambda r: r.cores or 0)
+        self.cores = val(lambda r: (r.cores or 0) * r.core_share)
         self.elements = val(lambda r: r.elements)
         self.tokens = val(lambda r: r.tokens)
         self.work = val(lambda r: 2.0 * r.active_params * r.tokens + r.attn_flops)
@@ -615,8 +633,8 @@ class _Design:
         self.i_cqfi = col(lambda r: r.is_cpu and fam(r) and f"cpu_qfi[{isa_family(r)}]")
         self.i_era = col(lambda r: r.is_cpu and r.old_build and DECODE_ERA and "cpu_era")
         self.i_ppera = col(lambda r: r.is_cpu and r.old_build and "cpu_pp_era")
-        self.i_vcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_vcpu")
-        self.i_ppvcpu = col(lambda r: r.is_cpu and r.vcpu and "cpu_pp_vcpu")
+        self.i_vcpu = col(lambda r: r.is_cpu and r.fitted_vcpu and "cpu_vcpu")
+        self.i_ppvcpu = col(lambda r: r.is_cpu and r.fitted_vcpu and "cpu_pp_vcpu")
         self.i_ppeff = col(lambda r: f"pp_eff[{r.cls.value}]")
         self.i_ppqf = col(
             lambda r: fam(r) and (f"cpu_ppqf[{isa_family(r)}]" if r.is_cpu else f"pp_qf[{fam(r)}]")

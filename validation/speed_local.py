@@ -216,23 +216,30 @@ def bench_model(path: Path, threads: int, repeats: int) -> dict[str, Any]:
 def bench(args: argparse.Namespace) -> int:
     """Time every type with llama-bench; runs go under "bench_runs" with this machine's
     name, bandwidth (the app's probe) and CPU model."""
-    from rigspark_gui.hardware.bandwidth_probe import measure_ram_bandwidth
+    from rigspark_gui.hardware.bandwidth_probe import clear_cache, measure_ram_bandwidth
+    from rigspark_gui.hardware.core_probe import measure_core_scaling
 
     WORK.mkdir(parents=True, exist_ok=True)
     data = json.loads(OUT.read_text()) if OUT.exists() else {"runs": []}
-    bw = measure_ram_bandwidth(threads=args.threads, check_busy=False)
     wanted = args.types.split(",") if args.types else list(TYPES)
     for t in wanted:
         path = WORK / f"s8x2048-{t}.gguf"
         if not path.exists():
             write_model(GEOMETRIES["s8x2048"], t, path)
+        # the probe right before each type: a shared VM's bandwidth moves with its
+        # neighbours over minutes, and a row pairs a speed with the bandwidth of its moment
+        clear_cache()
+        bw = measure_ram_bandwidth(threads=args.threads)
+        scaling = measure_core_scaling(args.threads)  # the guest's vCPUs timed together
         load = _load_avg()
         r = bench_model(path, args.threads, args.repeats)
         data.setdefault("bench_runs", []).append({
             "device": args.device, "geometry": "s8x2048", "type": t, "threads": args.threads,
             "file_bytes": path.stat().st_size, "pp": r["pp"], "tg": r["tg"],
             "cpu_info": r["cpu_info"], "bandwidth_gbps": bw.bandwidth_gbps, "weights": "zero",
-            "bandwidth_note": bw.provenance.source, "load_before": round(load, 2),
+            "bandwidth_note": bw.provenance.source, "bandwidth_busy": bw.busy,
+            "compute_cores": scaling.compute_cores, "compute_cores_busy": scaling.busy,
+            "load_before": round(load, 2),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         })  # fmt: skip
         OUT.write_text(json.dumps(data, indent=1) + "\n")
@@ -359,10 +366,11 @@ def bench_rows() -> list[dict[str, Any]]:
     got: dict[tuple[str, str], dict[str, Any]] = {}
     for run in data.get("bench_runs", []):
         key = (run["device"], run["type"])
-        g = got.setdefault(key, {"pp": [], "tg": [], "bw": [], "run": run})
-        g["pp"] += run["pp"]
-        g["tg"] += run["tg"]
-        g["bw"].append(run["bandwidth_gbps"])
+        g = got.setdefault(key, {"pp": [], "tg": [], "run": run})
+        # each sample with the bandwidth and cores' worth probed right before its run
+        moment = (run["bandwidth_gbps"], run.get("compute_cores"))
+        g["pp"] += [(v, *moment) for v in run["pp"]]
+        g["tg"] += [(v, *moment) for v in run["tg"]]
     rows = []
     for (device, t), g in sorted(got.items()):
         geo = GEOMETRIES[g["run"]["geometry"]]
@@ -373,9 +381,10 @@ def bench_rows() -> list[dict[str, Any]]:
             "params_b": round(params / 1e9, 4),
         }  # fmt: skip
         for kind, tokens, depth in (("pp", PROMPT, 0), ("tg", GEN, PROMPT)):
-            best, stable = _best(g[kind])
+            best, stable = _best([v for v, _bw, _cores in g[kind]])
             if not stable:
                 continue
+            _v, bw, cores = max(g[kind], key=lambda s: s[0])  # the best sample's moment
             rows.append({
                 "device": device, "backend": "cpu", "n_devices": 1,
                 "model": f"synthetic llama {geo.name} {t}",
@@ -384,13 +393,15 @@ def bench_rows() -> list[dict[str, Any]]:
                 "test": f"{kind}{tokens}", "depth": depth, "tok_s": round(best, 2),
                 "threads": g["run"]["threads"], "cpu_cores": g["run"]["threads"],
                 "flash_attn": None, "isa": "avx512-vnni",
-                "bandwidth_gbps": max(g["bw"]), "bandwidth_basis": "measured", "vcpu": True,
+                "bandwidth_gbps": bw, "bandwidth_basis": "measured", "vcpu": True,
+                "compute_cores": cores,
                 "arch": arch, "source": BENCH_SOURCE, "date": g["run"]["when"][:7],
                 "build": "b11434",
                 "note": f"best of {len(g[kind])} llama-bench samples on a shared 2-vCPU KVM "
                 f"guest ({g['run']['cpu_info']}, Zen 4, avx512_vnni/bf16, no AMX; the guest "
                 "sees 1 thread per core); every matrix in the one type, output.weight as "
-                "llama-quantize types it; bandwidth: the app's read-stream probe",
+                "llama-quantize types it; bandwidth: the app's read-stream probe, run right "
+                "before the best sample's run",
             })  # fmt: skip
     return rows
 

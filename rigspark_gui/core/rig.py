@@ -125,6 +125,10 @@ class Gpu(DeviceSpec):
         self._free_within_total()
 
 
+# in `Cpu.features` when the CPU runs under a hypervisor: its vCPUs may be hyperthreads
+VM_FEATURE = "hypervisor"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cpu(DeviceSpec):
     name: str = "CPU"
@@ -136,6 +140,9 @@ class Cpu(DeviceSpec):
     flops_gflops: float | None = None
     # instruction sets llama.cpp's CPU backend repacks weights for: avx2, avx512
     features: tuple[str, ...] = ()
+    # cores' worth of vector compute all its threads give together, where measured (a
+    # VM's vCPUs may be two hyperthreads of one core: then about half their count)
+    compute_cores: float | None = None
 
 
 class NetworkPreset(StrEnum):

@@ -77,6 +77,13 @@ class Cpu(DeviceSpec):
         default=(),
         description="instruction sets llama.cpp's CPU backend repacks weights for: avx2, avx512",
     )
+    compute_cores: float | None = Field(
+        default=None,
+        gt=0,
+        le=4096,
+        description="cores' worth of vector compute all threads give together (a VM whose "
+        "vCPUs are hyperthread pairs: about half the vCPUs)",
+    )
 
 
 class Network(Boundary):

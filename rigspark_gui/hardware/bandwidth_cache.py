@@ -1,4 +1,5 @@
-"""This machine's measured RAM bandwidth, kept between runs in the user cache.
+"""This machine's measured RAM bandwidth (and, on a VM, its vCPUs' cores' worth of
+compute), kept between runs in the user cache.
 
 Keyed by what would change the figure (CPU model, core count, RAM size), so a moved
 home folder or a memory upgrade measures again. A busy measurement is never taken for a
@@ -19,6 +20,8 @@ CACHE_NAME = "ram-bandwidth.json"
 MAX_CACHE_BYTES = 1 << 16
 # a busy machine's best figure is kept under its key with this suffix
 BUSY_SUFFIX = "|busy"
+# the measured cores' worth of vector compute (a VM's vCPUs) under this suffix
+CORES_SUFFIX = "|compute cores"
 
 
 def machine_key(cpu_name: str, cores: int | None, ram_total_bytes: int | None) -> str:
@@ -80,6 +83,33 @@ def store_bandwidth(
     }
     if spread is not None:
         data[key]["spread"] = spread
+    return _write(data)
+
+
+def cached_compute_cores(key: str) -> tuple[float, Provenance] | None:
+    """This machine's measured cores' worth of vector compute (core_probe), if kept."""
+    entry = _read().get(key + CORES_SUFFIX)
+    if not isinstance(entry, dict):
+        return None
+    cores, when, how = entry.get("cores"), entry.get("measured_at"), entry.get("source")
+    if not isinstance(cores, (int, float)) or isinstance(cores, bool) or not 0 < cores <= 4096:
+        return None
+    source = f"{how}; measured {when}, cached for this machine"
+    return float(cores), Provenance(basis=Basis.MEASURED, source=source)
+
+
+def store_compute_cores(key: str, cores: float, source: str) -> bool:
+    """Keep a calm measurement of the cores' worth (False: the cache is not writable)."""
+    data = _read()
+    data[key + CORES_SUFFIX] = {
+        "cores": cores,
+        "source": source,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    return _write(data)
+
+
+def _write(data: dict[str, dict[str, object]]) -> bool:
     path = _path()
     tmp: str | None = None
     try:

@@ -74,7 +74,7 @@ def default_buffer_bytes(l3_bytes: int | None = None) -> int:
     return int(min(max(want, MIN_BUFFER_BYTES), MAX_BUFFER_BYTES))
 
 
-def _busy_percent() -> float | None:
+def busy_percent() -> float | None:
     """CPU use by everything else right now (psutil's system-wide figure)."""
     try:
         import psutil
@@ -126,7 +126,7 @@ def _measure(
         for r in range(rounds):
             if r:
                 time.sleep(ROUND_PAUSE_S)  # spread over time: a burst of other work passes
-            load = _busy_percent() if check_busy else None
+            load = busy_percent() if check_busy else None
             if load is not None:
                 loads.append(load)
             passes = per_round if r < rounds - 1 else repeats - per_round * (rounds - 1)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from rigspark_gui.core.rig import Basis, Cpu, Provenance
+from rigspark_gui.core.rig import VM_FEATURE, Basis, Cpu, Provenance
 from rigspark_gui.hardware.command import CommandRunner, run_command
 
 _PSUTIL = Provenance(basis=Basis.MEASURED, source="psutil")
@@ -69,7 +69,7 @@ def cpu_features(cpuinfo_path: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
             if "amx_int8" in flags:
                 found.append("amx")
             if "hypervisor" in flags:
-                found.append("hypervisor")  # vCPUs: host threads, not physical cores
+                found.append(VM_FEATURE)  # vCPUs: host threads, not physical cores
             return tuple(found)
         if sep and key.strip() == "Features":
             return ("sve",) if "sve" in value.split() else ()

@@ -20,8 +20,16 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from rigspark_gui.core.device_overhead import DeviceOverheadTable
-from rigspark_gui.core.rig import Basis, Cpu, Gpu, Provenance, Rig
-from rigspark_gui.hardware import amd, apple, bandwidth_cache, bandwidth_probe, cpu, nvidia
+from rigspark_gui.core.rig import VM_FEATURE, Basis, Cpu, Gpu, Provenance, Rig
+from rigspark_gui.hardware import (
+    amd,
+    apple,
+    bandwidth_cache,
+    bandwidth_probe,
+    core_probe,
+    cpu,
+    nvidia,
+)
 from rigspark_gui.hardware.overhead import detected_with_overhead
 
 T = TypeVar("T")
@@ -176,6 +184,10 @@ def detect(
                     memory_bandwidth_gbps=hit[0],
                     provenance={**cpu_model.provenance, "memory_bandwidth_gbps": hit[1]},
                 )
+        if cached_bandwidth and VM_FEATURE in cpu_model.features:
+            cores_hit = bandwidth_cache.cached_compute_cores(key)
+            if cores_hit is not None:
+                cpu_model = with_compute_cores(cpu_model, *cores_hit)
         if bw is not None:
             cpu_model = replace(
                 cpu_model,
@@ -251,10 +263,31 @@ def with_measured_bandwidth(rig: Rig) -> tuple[Rig, bandwidth_probe.BandwidthRes
     machine's figure is marked unreliable and kept apart: the next run measures again, and
     the best figure of the busy runs so far is used (a busy machine only ever lowers it),
     so one burst of other work does not change the answer from run to run."""
-    result = keep_bandwidth(machine_key_of(rig), bandwidth_probe.measure_ram_bandwidth())
+    key = machine_key_of(rig)
+    result = keep_bandwidth(key, bandwidth_probe.measure_ram_bandwidth())
     cpu_model = replace(
         rig.cpu,
         memory_bandwidth_gbps=result.bandwidth_gbps,
         provenance={**rig.cpu.provenance, "memory_bandwidth_gbps": result.provenance},
     )
+    if VM_FEATURE in cpu_model.features:
+        cpu_model = _measured_compute_cores(key, cpu_model)
     return replace(rig, cpu=cpu_model), result
+
+
+def with_compute_cores(cpu_model: Cpu, cores: float, prov: Provenance) -> Cpu:
+    return replace(
+        cpu_model, compute_cores=cores, provenance={**cpu_model.provenance, "compute_cores": prov}
+    )
+
+
+def _measured_compute_cores(key: str, cpu_model: Cpu) -> Cpu:
+    """A VM's vCPUs timed together (core_probe): whole cores, or hyperthread pairs that
+    give about half their count. A busy machine's low figure is not kept or used (it would
+    only make the vCPUs look like pairs); the next run measures again."""
+    threads = cpu_model.cores or cpu_model.threads or bandwidth_probe.physical_cores()
+    scaling = core_probe.measure_core_scaling(threads)
+    if scaling.busy:
+        return cpu_model
+    bandwidth_cache.store_compute_cores(key, scaling.compute_cores, scaling.provenance.source)
+    return with_compute_cores(cpu_model, scaling.compute_cores, scaling.provenance)

@@ -38,7 +38,7 @@ from rigspark_gui.catalog.projectors import with_catalog_projectors
 from rigspark_gui.core.errors import RigSparkError
 from rigspark_gui.core.model import KvCacheType, ModelSpec
 from rigspark_gui.core.plan import Plan
-from rigspark_gui.core.rig import Rig
+from rigspark_gui.core.rig import Cpu, Rig
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
 from rigspark_gui.identity import APP_NAME
@@ -287,13 +287,15 @@ class MainWindow(QMainWindow):
             bandwidth_probe.clear_cache()  # the user asked for a new measurement
         machine = self.rig_panel.detected_rig()
 
-        def measure() -> bandwidth_probe.BandwidthResult:
+        def measure() -> tuple[Cpu | None, bandwidth_probe.BandwidthResult]:
             if machine is None:  # nothing detected to keep the figure for
-                return bandwidth_probe.measure_ram_bandwidth()
-            return with_measured_bandwidth(machine)[1]  # kept for this machine unless busy
+                return None, bandwidth_probe.measure_ram_bandwidth()
+            measured, result = with_measured_bandwidth(machine)  # kept unless busy
+            return measured.cpu, result
 
-        def done(result: object) -> None:
+        def done(outcome: object) -> None:
             self.bandwidth_action.setEnabled(True)
+            measured_cpu, result = outcome if isinstance(outcome, tuple) else (None, outcome)
             detected = self.rig_panel.detected_rig() or self.rig_panel.rig()
             gbps = float(getattr(result, "bandwidth_gbps", 0.0))
             prov = getattr(result, "provenance", None)
@@ -312,6 +314,16 @@ class MainWindow(QMainWindow):
                 if prov is not None
                 else detected.cpu.provenance,
             )
+            if isinstance(measured_cpu, Cpu) and measured_cpu.compute_cores is not None:
+                # a VM's vCPUs timed together (whole cores or hyperthread pairs)
+                cpu = replace(
+                    cpu,
+                    compute_cores=measured_cpu.compute_cores,
+                    provenance={
+                        **cpu.provenance,
+                        "compute_cores": measured_cpu.basis_of("compute_cores"),
+                    },
+                )
             self.rig_panel.set_detected(replace(detected, cpu=cpu))
             if not getattr(result, "busy", False):
                 self.statusBar().showMessage(

@@ -20,6 +20,7 @@ from rigspark_gui.core.rig import (
     DEFAULT_RAM_RESERVE_BYTES,
     GIB,
     MIB,
+    VM_FEATURE,
     Basis,
     Gpu,
     Provenance,
@@ -254,11 +255,28 @@ def _cpu_item(rig: Rig) -> QTreeWidgetItem:
     item.setToolTip(COL_BANDWIDTH, "\n".join(bw_tip))
 
     cores = cpu.basis_of("cores")
-    item.setText(COL_COMPUTE, _cell(f"{cpu.cores} cores" if cpu.cores else None, cores))
-    cores_tip = ["Physical CPU cores"]
+    vm = VM_FEATURE in cpu.features
+    unit = "vCPUs" if vm else "cores"
+    text = f"{cpu.cores} {unit}" if cpu.cores else None
+    if text and cpu.compute_cores is not None and cpu.compute_cores < cpu.cores:
+        plural = "" if cpu.compute_cores == 1 else "s"
+        text += f" ≈ {cpu.compute_cores:g} core{plural}"
+    item.setText(COL_COMPUTE, _cell(text, cores))
+    cores_tip = ["Virtual CPUs of a virtual machine" if vm else "Physical CPU cores"]
     if cpu.threads:
         cores_tip.append(f"{cpu.threads} threads")
     cores_tip.append(_basis_line(cores))
+    if cpu.compute_cores is not None:
+        cores_tip.append(
+            f"Together they do {cpu.compute_cores:g} {_worth(cpu.compute_cores)} of vector work "
+            "(two hyperthreads of one core do about one); CPU speed counts that — "
+            + _basis_line(cpu.basis_of("compute_cores"))
+        )
+    elif vm:
+        cores_tip.append(
+            "Whether these vCPUs are whole cores or hyperthread pairs is not measured yet "
+            "(View ▸ Measure RAM bandwidth, Ctrl+B, measures both)"
+        )
     item.setToolTip(COL_COMPUTE, "\n".join(cores_tip))
 
     if rig.ram_available_bytes is None:
@@ -309,3 +327,7 @@ def _add_host_groups(tree: QTreeWidget, rig: Rig) -> None:
             ram.setData(COL_DEVICE, Qt.ItemDataRole.UserRole, _HOST_ROW)
             group.addChild(ram)
         group.setExpanded(True)
+
+
+def _worth(cores: float) -> str:
+    return "core's worth" if cores == 1 else "cores' worth"

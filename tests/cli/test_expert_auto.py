@@ -111,7 +111,8 @@ def test_nothing_fast_enough_keeps_the_quality_floor(rig_name: str) -> None:
     kept = [o for o in rec.ladder if above_floor(spec, o.quant)]
     assert kept, "something above the floor fits on every one of these rigs"
     # no worse than moderate loss, and no quantization above the floor is faster by more
-    # than the band, at the measured RAM bandwidth or one BANDWIDTH_SPREAD off it
+    # than the band at the measured RAM bandwidth (nor, where one ties at every bandwidth
+    # BANDWIDTH_SPREAD either side, at those)
     assert above_floor(spec, rec.quant), (rec.quant, rec.quality)
     ties = []
     for k in (1.0, 1 - BANDWIDTH_SPREAD, 1 + BANDWIDTH_SPREAD):
@@ -122,7 +123,7 @@ def test_nothing_fast_enough_keeps_the_quality_floor(rig_name: str) -> None:
                     if x.path is rec.path)  # fmt: skip
         speeds = {o.quant: o.tok_s or 0.0 for o in same.ladder if above_floor(spec, o.quant)}
         ties.append(speeds[rec.quant] >= (1 - SPEED_BAND) * max(speeds.values()))
-    assert any(ties)
+    assert ties[0]
     # the trade-off in one sentence
     assert rec.choice.count(". ") == 0 and "best trade-off" in rec.choice
     assert rec.quant in rec.choice

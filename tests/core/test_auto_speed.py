@@ -117,8 +117,8 @@ def test_the_recommendation_reaches_the_minimum_whenever_some_plan_does(
             if QUANTS.index(o.quant) < QUANTS.index(rec.quant):
                 assert o.tok_s < min_tok_s
     else:
-        # within the band of the fastest at the measured RAM bandwidth, or at one
-        # BANDWIDTH_SPREAD off it (the same tie rule, judged where the measurement allows)
+        # within the band of the fastest at the measured RAM bandwidth (the tie rule also
+        # asks it at BANDWIDTH_SPREAD either side where some quantization manages that)
         ties = []
         for k in (1.0, 1 - BANDWIDTH_SPREAD, 1 + BANDWIDTH_SPREAD):
             at = plan(SPEC, replace(rig, cpu=replace(rig.cpu, memory_bandwidth_gbps=bw * k)),
@@ -126,7 +126,7 @@ def test_the_recommendation_reaches_the_minimum_whenever_some_plan_does(
             speeds = {(x.path, o.quant): o.tok_s or 0.0 for x in at.paths for o in x.ladder}
             top = max(speeds.values())
             ties.append(speeds[(rec.path, rec.quant)] >= (1 - SPEED_BAND) * top)
-        assert any(ties)
+        assert ties[0]
 
 
 def test_every_ladder_rung_is_what_fixing_that_quantization_plans(rig2x3090) -> None:

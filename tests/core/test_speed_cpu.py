@@ -142,6 +142,32 @@ def test_a_virtual_machines_vcpus_get_the_fitted_vcpu_factor(llama8b) -> None:
     )
 
 
+def test_measured_compute_cores_replace_the_fitted_vcpu_share(llama8b) -> None:
+    """A VM whose vCPUs were timed together: hyperthread pairs (1 core's worth of 2) run
+    compute-bound decode at half the speed of two whole cores, whatever the fitted share."""
+    base = simple_speed_model()
+    assert base.decode is not None
+    model = replace(base, decode=replace(base.decode, cpu_vcpu_factor=0.8))
+    host = _cpu("Xeon", ("avx2", "avx512", "avx512_vnni"))
+    vm = replace(host, features=(*host.features, "hypervisor"))
+    whole = replace(vm, compute_cores=2.0)
+    pairs = replace(vm, compute_cores=1.0)
+    assert _decode(whole, model, "Q4_K_M", llama8b) == pytest.approx(
+        _decode(host, model, "Q4_K_M", llama8b)
+    )
+    assert _decode(pairs, model, "Q4_K_M", llama8b) == pytest.approx(
+        0.5 * _decode(whole, model, "Q4_K_M", llama8b), rel=0.02
+    )
+    # unmeasured, the fitted share stands in
+    assert _decode(vm, model, "Q4_K_M", llama8b) == pytest.approx(
+        0.8 * _decode(host, model, "Q4_K_M", llama8b), rel=0.02
+    )
+    # a figure above the cores counted is no more than whole cores
+    assert _decode(replace(vm, compute_cores=3.0), model, "Q4_K_M", llama8b) == pytest.approx(
+        _decode(whole, model, "Q4_K_M", llama8b)
+    )
+
+
 def test_the_hardware_layer_says_when_it_runs_under_a_hypervisor(tmp_path) -> None:
     from rigspark_gui.hardware.cpu import cpu_features
 

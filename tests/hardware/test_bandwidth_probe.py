@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rigspark_gui.core.rig import MIB, Basis
+from rigspark_gui.core.rig import MIB, Basis, Provenance
 from rigspark_gui.hardware import bandwidth_cache, bandwidth_probe
 
 
@@ -46,12 +46,12 @@ def test_rejects_a_useless_buffer() -> None:
 
 
 def test_a_busy_machine_is_said_and_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bandwidth_probe, "_busy_percent", lambda: 93.0)
+    monkeypatch.setattr(bandwidth_probe, "busy_percent", lambda: 93.0)
 
     busy = bandwidth_probe.measure_ram_bandwidth(8 * MIB, threads=1, repeats=3)
 
     assert busy.busy and "busy" in busy.reason and "unreliable" in busy.provenance.source
-    monkeypatch.setattr(bandwidth_probe, "_busy_percent", lambda: 3.0)
+    monkeypatch.setattr(bandwidth_probe, "busy_percent", lambda: 3.0)
     again = bandwidth_probe.measure_ram_bandwidth(8 * MIB, threads=1, repeats=3)
     assert again is not busy and not again.busy
 
@@ -129,7 +129,7 @@ def test_rounds_are_spread_over_time_and_the_best_sustained_one_is_kept(
 
 def test_one_calm_round_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     loads = iter([93.0, 5.0, 93.0])
-    monkeypatch.setattr(bandwidth_probe, "_busy_percent", lambda: next(loads))
+    monkeypatch.setattr(bandwidth_probe, "busy_percent", lambda: next(loads))
     monkeypatch.setattr(bandwidth_probe.time, "sleep", lambda _s: None)
     result = bandwidth_probe.measure_ram_bandwidth(8 * MIB, threads=1, repeats=3, rounds=3)
     assert not result.busy
@@ -176,3 +176,60 @@ def test_a_busy_machine_keeps_its_best_figure_until_a_calm_run(
     assert bandwidth_cache.busy_bandwidth(key) is None  # the calm figure retired it
     stored = json.loads(bandwidth_cache._path().read_text())[key]
     assert stored["spread"] == 0.05
+
+
+def test_a_vms_vcpus_are_timed_together_and_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a VM the measurement also times the vCPUs together (whole cores or hyperthread
+    pairs); the figure is kept with the bandwidth and applied on the next start. A bare
+    machine's topology is trusted and not timed."""
+    from rigspark_gui.core.rig import Cpu, Rig
+    from rigspark_gui.hardware import core_probe
+    from rigspark_gui.hardware.detect import machine_key_of, with_measured_bandwidth
+
+    timed: list[int] = []
+
+    def scaling(threads: int) -> core_probe.CoreScaling:
+        timed.append(threads)
+        return core_probe.CoreScaling(
+            threads=threads,
+            compute_cores=1.1,
+            one_thread_gops=2.0,
+            rounds=3,
+            provenance=Provenance(basis=Basis.MEASURED, source="timed together"),
+        )
+
+    monkeypatch.setattr(core_probe, "measure_core_scaling", scaling)
+    monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", lambda: _fake_result(30.0, False))
+    bare = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="Ryzen", cores=2, features=("avx2",)))
+    assert with_measured_bandwidth(bare)[0].cpu.compute_cores is None and timed == []
+
+    vm = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="VM", cores=2, features=("hypervisor",)))
+    measured, _ = with_measured_bandwidth(vm)
+    assert timed == [2] and measured.cpu.compute_cores == 1.1
+    assert measured.cpu.basis_of("compute_cores").basis is Basis.MEASURED
+    cached = bandwidth_cache.cached_compute_cores(machine_key_of(vm))
+    assert cached is not None and cached[0] == 1.1 and "cached" in cached[1].source
+
+
+def test_a_busy_vm_keeps_no_cores_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigspark_gui.core.rig import Cpu, Rig
+    from rigspark_gui.hardware import core_probe
+    from rigspark_gui.hardware.detect import machine_key_of, with_measured_bandwidth
+
+    def busy(threads: int) -> core_probe.CoreScaling:
+        return core_probe.CoreScaling(
+            threads=threads,
+            compute_cores=1.0,
+            one_thread_gops=2.0,
+            rounds=3,
+            busy=True,
+            reason="the machine was busy",
+            provenance=Provenance(basis=Basis.MEASURED, source="unreliable"),
+        )
+
+    monkeypatch.setattr(core_probe, "measure_core_scaling", busy)
+    monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", lambda: _fake_result(30.0, False))
+    vm = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="VM", cores=2, features=("hypervisor",)))
+    measured, _ = with_measured_bandwidth(vm)
+    assert measured.cpu.compute_cores is None
+    assert bandwidth_cache.cached_compute_cores(machine_key_of(vm)) is None

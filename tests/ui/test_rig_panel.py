@@ -412,3 +412,26 @@ def test_controls_are_keyboard_reachable(panel: RigPanel) -> None:
     assert set(letters) == set(MNEMONICS)
     header = panel.device_tree.headerItem()
     assert all(header.toolTip(c) for c in range(panel.device_tree.columnCount()))
+
+
+def test_a_vms_vcpus_show_the_cores_worth_they_were_timed_at(
+    panel: RigPanel, database: GpuDatabase
+) -> None:
+    from dataclasses import replace
+
+    from rigspark_gui.core.rig import Basis, Provenance
+
+    detected = detected_rig(database)
+    vm_cpu = Cpu(name="AMD EPYC", cores=2, features=("avx2", "hypervisor"))
+    panel.set_detected(replace(detected, gpus=(), cpu=vm_cpu))
+    cpu = row(panel, 0)
+    assert cpu.text(3).startswith("2 vCPUs")
+    assert "not measured yet" in cpu.toolTip(3)
+
+    timed = Provenance(basis=Basis.MEASURED, source="2 threads together did 1 cores' worth")
+    pairs = replace(vm_cpu, compute_cores=1.0, provenance={"compute_cores": timed})
+    panel.set_detected(replace(detected, gpus=(), cpu=pairs))
+    cpu = row(panel, 0)
+    assert cpu.text(3).startswith("2 vCPUs ≈ 1 core")
+    assert "1 core's worth of vector work" in cpu.toolTip(3)
+    assert "hyperthreads" in cpu.toolTip(3)

@@ -98,7 +98,8 @@ def _engine_rig(row: speed_fit.Row) -> tuple[Rig, list[str]]:
         name = {"apple": "Apple M2", "neon": "Arm Cortex-A76"}.get(row.isa.value, "CPU")
         bw = Provenance(basis=Basis.MEASURED if row.measured_bw else Basis.SPEC, source="row")
         cpu = Cpu(name=name, cores=row.cores, memory_bandwidth_gbps=row.bandwidth_gbps,
-                  features=features, provenance={"memory_bandwidth_gbps": bw})  # fmt: skip
+                  features=features, provenance={"memory_bandwidth_gbps": bw},
+                  compute_cores=row.raw.get("compute_cores"))  # fmt: skip
         return Rig(ram_total_bytes=64 << 30, cpu=cpu), ["cpu"]
     vendor = {"apple": Vendor.APPLE, "amd": Vendor.AMD, "amd-hbm": Vendor.AMD,
               "intel": Vendor.INTEL}.get(row.cls.value, Vendor.NVIDIA)  # fmt: skip

@@ -144,10 +144,11 @@ def _fmt(tok_s: float | None) -> str:
 # estimate with it, so closer speeds are not told apart.
 SPEED_BAND = 0.25
 # How far the measured RAM bandwidth may be from the machine's own (the same busy-machine
-# spread, rounded up): a quantization within SPEED_BAND of the fastest at any bandwidth
+# spread, rounded up): a quantization within SPEED_BAND of the fastest at every bandwidth
 # in that range is a tie. Where decoding turns from memory- to compute-bound inside the
-# range, the speeds' ratios move with the bandwidth, and a tie judged at one figure only
-# would flip with the measurement.
+# range, the speeds' ratios move with the bandwidth and a tie judged at one figure flips
+# with the measurement; at the low end every quantization is memory-bound and the speeds
+# scale together, so a tie that must also hold there moves far less.
 BANDWIDTH_SPREAD = 0.30
 # When nothing reaches the minimum speed, Auto trades quality for speed no further than
 # this (the words of core/model/quality.py, best first).
@@ -180,14 +181,19 @@ def _words(spec: ModelSpec, quant: str) -> str:
 def _fastest(fitting: list[Timed], spread: Sequence[Sequence[float]] = ()) -> Timed:
     """The fastest fitting trial; speeds within SPEED_BAND of it are a tie that the best
     quality (listed first) wins. `spread`: each trial's speeds at the other bandwidths the
-    measurement allows (same order); a trial within the band at any of them ties."""
+    measurement allows (same order); a trial ties only when it is within the band at every
+    one of them too (quality is bought only with speed surely near the best)."""
     columns = [[_tok_s(f[1]) or 0.0 for f in fitting], *zip(*spread, strict=False)]
     tops = [max(col) for col in columns]
-    return next(
-        f
-        for i, f in enumerate(fitting)
-        if any(col[i] >= top * (1 - SPEED_BAND) for col, top in zip(columns, tops, strict=True))
-    )
+
+    def ties(i: int, cols: Sequence[Sequence[float]], top: Sequence[float]) -> bool:
+        return all(col[i] >= t * (1 - SPEED_BAND) for col, t in zip(cols, top, strict=True))
+
+    everywhere = next((f for i, f in enumerate(fitting) if ties(i, columns, tops)), None)
+    if everywhere is not None:
+        return everywhere
+    # no trial near the best at every bandwidth: the tie at the measured one decides
+    return next(f for i, f in enumerate(fitting) if ties(i, columns[:1], tops[:1]))
 
 
 def trade_off(
@@ -230,13 +236,7 @@ def _trade_off_words(spec: ModelSpec, fitting: list[Timed], chosen: Timed) -> st
         return f" (nothing no worse than {QUALITY_FLOOR} fits)"
     if above_floor(spec, top[0].quant):
         band = f"{SPEED_BAND * 100:.0f} %"
-        if speed >= (_tok_s(top[1]) or 0.0) * (1 - SPEED_BAND):
-            return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
-        return (
-            f" ({name} is faster by more than the {band} band at the measured RAM "
-            f"bandwidth, but the two tie at one {BANDWIDTH_SPREAD * 100:.0f} % off it: "
-            "kept at the better quality)"
-        )
+        return f" ({name} is within the {band} speed band: a tie kept at the better quality)"
     return f" ({name} would lose more than {QUALITY_FLOOR} for it)"
 
 

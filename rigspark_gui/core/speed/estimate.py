@@ -8,7 +8,7 @@ from typing import NamedTuple
 from rigspark_gui.core.flash_attn import FaShape, FaWhere, device_support
 from rigspark_gui.core.memo import ByIdentity
 from rigspark_gui.core.memory import WeightsLayout
-from rigspark_gui.core.rig import Basis, Cpu, Gpu, Rig, Vendor, rpc_cpu_host
+from rigspark_gui.core.rig import VM_FEATURE, Basis, Cpu, Gpu, Rig, Vendor, rpc_cpu_host
 from rigspark_gui.core.settings import Backend, GpuBackend, PlanSettings
 from rigspark_gui.core.speed.devices import (
     RUNS_ON,
@@ -32,8 +32,6 @@ from rigspark_gui.core.speed.model import (
 )
 
 CPU = "cpu"
-# what the hardware layer adds to a CPU's features when it runs under a hypervisor
-VM_FLAG = "hypervisor"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +220,15 @@ def _device_speed(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> 
     return found
 
 
+def core_share(cpu: Cpu, cores: int, vcpu_factor: float | None) -> float:
+    """Each counted core's share of a whole core's vector work: measured where the
+    hardware layer timed the threads together (`Cpu.compute_cores`), else a VM's fitted
+    vCPU share (its vCPUs may be hyperthread pairs), else a whole core."""
+    if cpu.compute_cores and cores:
+        return min(cpu.compute_cores / cores, 1.0)
+    return (vcpu_factor or 1.0) if VM_FEATURE in cpu.features else 1.0
+
+
 def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _DeviceSpeed | str:
     p = model.decode
     assert p is not None
@@ -236,7 +243,7 @@ def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _Dev
         measured = cpu.basis_of("memory_bandwidth_gbps").basis is Basis.MEASURED
         eff = p.cpu_measured_efficiency if measured else None
         stream = bw * 1e9 * (eff or p.cpu_efficiency)
-        per_core = (p.cpu_vcpu_factor or 1.0) if VM_FLAG in cpu.features else 1.0
+        per_core = core_share(cpu, cores, p.cpu_vcpu_factor)
         core_bw = isa_value(p.cpu_core_bandwidth, isa)
         if cores and core_bw:
             stream = min(stream, cores * core_bw * per_core)
@@ -427,8 +434,7 @@ def estimate_prefill_reads(
                     basis=f"unknown: no calibrated CPU prompt rate for {isa.value} cores",
                 )
             flops = rate * cores * _cpu_prompt_quant(p, isa, mix) / q
-            if VM_FLAG in cpu.features:
-                flops *= p.cpu_vcpu_factor or 1.0
+            flops *= core_share(cpu, cores, p.cpu_vcpu_factor)
             layer_s = d.layer_seconds.get(CPU_BACKEND, 0.0)
         else:
             gpu = _gpu(rig, device)
