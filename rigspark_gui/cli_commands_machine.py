@@ -8,6 +8,7 @@ import sys
 
 from rigspark_gui.cli_base import EXIT_FITS, emit_json
 from rigspark_gui.cli_inputs import gpu_database
+from rigspark_gui.core.rig import VM_FEATURE, Cpu
 from rigspark_gui.formats.jsonable import jsonable
 
 
@@ -28,7 +29,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         return EXIT_FITS
     from rigspark_gui.core.units import gib
 
-    print(f"CPU: {rig.cpu.name} ({rig.cpu.cores or '?'} cores)")
+    print(f"CPU: {rig.cpu.name} ({cpu_cores_text(rig.cpu)})")
     print(f"RAM: {gib(rig.ram_total_bytes)} total, {gib(rig.ram_usable_bytes)} usable")
     bw = rig.cpu.memory_bandwidth_gbps
     if bw:
@@ -88,3 +89,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     print(f"Kept in {path}; plans on this machine use it from now on.")
     return EXIT_FITS
+
+
+def cpu_cores_text(cpu: Cpu) -> str:
+    """ "16 cores", or for a VM its vCPUs and the cores' worth they were timed at."""
+    if VM_FEATURE not in cpu.features:
+        return f"{cpu.cores or '?'} cores"
+    text = f"{cpu.cores or '?'} vCPUs"
+    if cpu.compute_cores is None:
+        return text + "; whole cores or hyperthread pairs: measured with --bandwidth"
+    worth = "core's" if cpu.compute_cores == 1 else "cores'"
+    return text + f" giving {cpu.compute_cores:g} {worth} worth of compute, measured"

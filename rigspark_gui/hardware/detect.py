@@ -194,6 +194,8 @@ def detect(
                 memory_bandwidth_gbps=bw.bandwidth_gbps,
                 provenance={**cpu_model.provenance, "memory_bandwidth_gbps": bw.provenance},
             )
+            if VM_FEATURE in cpu_model.features:  # measured with it: the vCPUs timed too
+                cpu_model = _measured_compute_cores(key, cpu_model)
         rig_prov.update(host.provenance)
         notes.extend(host.notes)
         ram_total = host.ram_total_bytes

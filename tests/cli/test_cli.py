@@ -386,3 +386,25 @@ def test_an_ambiguous_name_is_exit_2_with_candidates(capsys) -> None:
     code, _, err = run(capsys, "plan", "--model", "phi3.5", "--rig", "examples/rig-2x3090.json")
     assert code == 2
     assert err.count("\n") == 1 and "phi-3.5-mini-instruct" in err and "add the size" in err
+
+
+def test_detect_names_a_vms_vcpus_and_what_they_were_timed_at(capsys, monkeypatch) -> None:
+    import importlib
+
+    from rigspark_gui.core.rig import Cpu, Rig
+
+    detect_module = importlib.import_module("rigspark_gui.hardware.detect")
+    vm = Cpu(name="AMD EPYC", cores=2, features=("avx2", "hypervisor"))
+    rig = Rig(ram_total_bytes=24 << 30, cpu=vm)
+    monkeypatch.setattr(detect_module, "detect", lambda **_k: rig)
+    code, out, _ = run(capsys, "detect")
+    assert code == 0 and "CPU: AMD EPYC (2 vCPUs; whole cores or hyperthread pairs" in out
+    pairs = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="AMD EPYC", cores=2,
+                features=("hypervisor",), compute_cores=1.0))  # fmt: skip
+    monkeypatch.setattr(detect_module, "detect", lambda **_k: pairs)
+    code, out, _ = run(capsys, "detect")
+    assert "(2 vCPUs giving 1 core's worth of compute, measured)" in out
+    bare = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="Ryzen", cores=16))
+    monkeypatch.setattr(detect_module, "detect", lambda **_k: bare)
+    code, out, _ = run(capsys, "detect")
+    assert "CPU: Ryzen (16 cores)" in out

@@ -211,6 +211,39 @@ def test_measuring_ram_bandwidth_gives_the_cpu_path_a_speed(qtbot, window, monke
     assert bandwidth_cache.cached_bandwidth(key) is not None
 
 
+def test_measuring_a_vm_times_its_vcpus_and_the_cpu_path_slows(qtbot, window, monkeypatch) -> None:
+    """A VM whose two vCPUs are one core's hyperthreads: the measurement says so, the rig
+    row shows it and the CPU path's compute-bound speed drops to that share."""
+    from rigspark_gui.core.rig import Basis, Provenance
+    from rigspark_gui.hardware import core_probe
+
+    def pairs(threads: int) -> core_probe.CoreScaling:
+        return core_probe.CoreScaling(
+            threads=threads, compute_cores=1.0, one_thread_gops=2.0, rounds=3,
+            provenance=Provenance(basis=Basis.MEASURED, source="timed together"),
+        )  # fmt: skip
+
+    _fake_probe(monkeypatch, gbps=400.0)  # fast memory: decode compute-bound on 16 cores
+    monkeypatch.setattr(core_probe, "measure_core_scaling", pairs)
+    rig = _without_bandwidth()
+    vm = replace(rig, cpu=replace(rig.cpu, cores=2, features=("avx2", "hypervisor")))
+    window.rig_panel.set_detected(vm)
+    window.bandwidth_action.trigger()
+    qtbot.waitUntil(lambda: window.bandwidth_action.isEnabled())
+    cpu = window.session.rig.cpu
+    assert cpu.compute_cores == 1.0 and cpu.basis_of("compute_cores").basis is Basis.MEASURED
+    tree = window.rig_panel.device_tree
+    rows = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
+    row = next(r for r in rows if r is not None and r.text(0).startswith("CPU"))
+    assert "vCPUs ≈ 1 core" in row.text(3), row.text(3)
+    slow = next(p for p in window.session.plan.paths if p.path is PathName.CPU).throughput
+    whole = replace(cpu, compute_cores=float(cpu.cores or 1))
+    window.rig_panel.set_detected(replace(window.session.rig, cpu=whole))
+    fast = next(p for p in window.session.plan.paths if p.path is PathName.CPU).throughput
+    assert slow.tok_s is not None and fast.tok_s is not None
+    assert slow.tok_s / fast.tok_s == pytest.approx(0.5, rel=0.05)  # half the cores' worth
+
+
 def test_a_detected_machine_measures_its_bandwidth_by_itself(qtbot, window, monkeypatch) -> None:
     calls = _fake_probe(monkeypatch)
     window.auto_bandwidth = True
