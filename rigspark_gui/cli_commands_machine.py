@@ -60,11 +60,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         save_calibration,
     )
     from rigspark_gui.catalog.perf import load_perf
-    from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
+    from rigspark_gui.hardware.detect import detect, needs_measuring, with_measured_bandwidth
 
     runner = find_runner(args.llama_bench, args.llama_python)
     rig = detect(database=gpu_database(), timeout_s=5.0)
-    if rig.cpu.memory_bandwidth_gbps is None:
+    if needs_measuring(rig.cpu):
         rig, _ = with_measured_bandwidth(rig)
 
     def progress(step: int, steps: int, what: str) -> None:

@@ -124,13 +124,15 @@ def load_rig_arg(args: argparse.Namespace) -> Rig:
         return load_rig(args.rig, gpu_database)  # read only when the rig names GPUs
     db = gpu_database()
     from rigspark_gui.catalog.device_overhead import shipped_device_overhead
-    from rigspark_gui.hardware.detect import detect, with_measured_bandwidth
+    from rigspark_gui.core.rig import VM_FEATURE
+    from rigspark_gui.hardware.detect import detect, needs_measuring, with_measured_bandwidth
 
     # the overhead table kept by its bytes: no validation framework on a later run
     rig = detect(database=db, timeout_s=5.0, overhead=shipped_device_overhead())
-    if rig.cpu.memory_bandwidth_gbps is None:
+    if needs_measuring(rig.cpu):
         # CPU speed rests on it: measure once (a few seconds), kept for later runs
-        print(f"{PROG}: measuring this machine's RAM bandwidth (once)…", file=sys.stderr)
+        what = " and how its vCPUs share cores" if VM_FEATURE in rig.cpu.features else ""
+        print(f"{PROG}: measuring this machine's RAM bandwidth{what} (once)…", file=sys.stderr)
         rig, result = with_measured_bandwidth(rig)
         if result.busy:
             print(

@@ -359,18 +359,32 @@ def _best(values: list[float]) -> tuple[float, bool]:
     return v[0], len(v) >= 2 and v[1] >= (1 - STABLE) * v[0]
 
 
+def _calm_median(runs: list[dict[str, Any]], field: str, busy: str) -> dict[str, float]:
+    """Per device, the median of a probe's figure over the runs where it was not busy."""
+    seen: dict[str, list[float]] = {}
+    for run in runs:
+        if run.get(field) is not None and not run.get(busy):
+            seen.setdefault(run["device"], []).append(float(run[field]))
+    return {d: round(statistics.median(v), 2) for d, v in seen.items()}
+
+
 def bench_rows() -> list[dict[str, Any]]:
     """data/perf.json rows of the llama-bench runs: per device and type, the best sample
     when the two best agree within STABLE (else the figure is someone else's load)."""
     data = json.loads(OUT.read_text())
+    runs = data.get("bench_runs", [])
     got: dict[tuple[str, str], dict[str, Any]] = {}
-    for run in data.get("bench_runs", []):
+    for run in runs:
         key = (run["device"], run["type"])
         g = got.setdefault(key, {"pp": [], "tg": [], "run": run})
-        # each sample with the bandwidth and cores' worth probed right before its run
-        moment = (run["bandwidth_gbps"], run.get("compute_cores"))
-        g["pp"] += [(v, *moment) for v in run["pp"]]
-        g["tg"] += [(v, *moment) for v in run["tg"]]
+        # each sample with the bandwidth probed right before its run (a busy probe's
+        # figure is no figure: the device's calm median stands in)
+        bw = None if run.get("bandwidth_busy") else run["bandwidth_gbps"]
+        g["pp"] += [(v, bw) for v in run["pp"]]
+        g["tg"] += [(v, bw) for v in run["tg"]]
+    calm_bw = _calm_median(runs, "bandwidth_gbps", "bandwidth_busy")
+    # how the vCPUs share cores is the machine's, not the moment's: its calm median
+    cores_of = _calm_median(runs, "compute_cores", "compute_cores_busy")
     rows = []
     for (device, t), g in sorted(got.items()):
         geo = GEOMETRIES[g["run"]["geometry"]]
@@ -381,10 +395,12 @@ def bench_rows() -> list[dict[str, Any]]:
             "params_b": round(params / 1e9, 4),
         }  # fmt: skip
         for kind, tokens, depth in (("pp", PROMPT, 0), ("tg", GEN, PROMPT)):
-            best, stable = _best([v for v, _bw, _cores in g[kind]])
+            best, stable = _best([v for v, _bw in g[kind]])
             if not stable:
                 continue
-            _v, bw, cores = max(g[kind], key=lambda s: s[0])  # the best sample's moment
+            _v, bw = max(g[kind], key=lambda s: s[0])  # the best sample's moment
+            bw = bw if bw is not None else calm_bw.get(device)
+            cores = cores_of.get(device)
             rows.append({
                 "device": device, "backend": "cpu", "n_devices": 1,
                 "model": f"synthetic llama {geo.name} {t}",
@@ -434,7 +450,6 @@ def main() -> int:
     for (g, t), b in sorted(best_runs().items()):
         flags = "".join(" unstable-" + k for k in ("tg", "pp") if not b[f"{k}_stable"])
         print(f"{g} {t:<8} tg {b['tg']:6.1f}  pp {b['pp']:7.1f}  ({int(b['n'])} runs){flags}")
-    _ = statistics  # summary statistics are the doc's (validation/speed_report.py)
     return 0
 
 

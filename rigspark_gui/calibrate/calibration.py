@@ -19,6 +19,7 @@ from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import (
     Band,
     SpeedModel,
+    cpu_label,
     estimate_decode,
     estimate_prefill,
     quant_family,
@@ -128,7 +129,7 @@ def _targets(rig: Rig) -> list[tuple[str, str, GpuTarget | None]]:
 
     """The CPU, then each GPU with the variable that shows llama.cpp only it (by the
     vendor's own device index, as detection read it)."""
-    out: list[tuple[str, str, GpuTarget | None]] = [(CPU, rig.cpu.name, None)]
+    out: list[tuple[str, str, GpuTarget | None]] = [(CPU, cpu_label(rig.cpu), None)]
     for i, g in enumerate(rig.gpus):
         env = VISIBLE_ENV.get(g.vendor)
         if g.vendor is Vendor.APPLE:

@@ -85,6 +85,14 @@ class Cpu(DeviceSpec):
         "vCPUs are hyperthread pairs: about half the vCPUs)",
     )
 
+    @field_validator("compute_cores")
+    @classmethod
+    def _within_cores(cls, value: float | None, info: ValidationInfo) -> float | None:
+        cores = info.data.get("cores")
+        if value is not None and isinstance(cores, int) and value > cores:
+            raise ValueError(f"exceeds the {cores} cores")
+        return value
+
 
 class Network(Boundary):
     record: ClassVar[type] = core_rig.Network

@@ -18,6 +18,7 @@ machine busy in every round says so.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,16 +32,22 @@ ELEMENTS = 65536
 SLICE_S = 0.12  # one timed run of the kernel, per thread
 DEFAULT_ROUNDS = 3
 ROUND_PAUSE_S = 0.2
-MAX_THREADS = 32
-# all threads together below this share of their count per thread: siblings, or cores
-# that only share out one core's time
+# A VM's vCPUs are all of one kind (whole cores, or pairs of one core's hyperthreads), so
+# a few of them tell the share of all; beyond this many threads, the GIL handed between
+# them between kernel calls would begin to show in the figure.
+MAX_THREADS = 8
+# each thread's share of a whole core below this: hyperthread pairs, or vCPUs that share
+# out one core's time
 SIBLING_SHARE = 0.75
+# rounds whose together-rates spread further than this around the best: other work
+# came and went while measuring
+MAX_SPREAD = 0.4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoreScaling:
-    threads: int
-    compute_cores: float  # cores' worth of vector work all threads give together
+    threads: int  # threads timed together
+    share: float  # each one's share of a whole core's vector work (1: whole cores)
     one_thread_gops: float  # kernel elements per second (G) on one thread alone
     rounds: int
     busy: bool = False
@@ -49,16 +56,25 @@ class CoreScaling:
 
     @property
     def siblings(self) -> bool:
-        return self.compute_cores < SIBLING_SHARE * self.threads
+        return self.share < SIBLING_SHARE
+
+    def compute_cores(self, cores: int) -> float:
+        """Cores' worth of vector work of `cores` such vCPUs together."""
+        return round(self.share * cores, 1)
 
 
-def _spin(seconds: float) -> float:
-    """Run the kernel for about `seconds`; elements per second."""
+def _spin(
+    seconds: float, start_together: threading.Barrier | None = None
+) -> tuple[int, float, float]:
+    """Run the kernel for about `seconds` (after every thread reached `start_together`);
+    (elements done, start, end)."""
     import numpy as np
 
     a = np.linspace(-2.0, 2.0, ELEMENTS, dtype=np.float32)
     out = np.empty_like(a)
     np.exp(a, out=out)  # first touch and dispatch outside the timing
+    if start_together is not None:
+        start_together.wait()
     n = 0
     start = time.perf_counter()
     end = start + seconds
@@ -68,57 +84,69 @@ def _spin(seconds: float) -> float:
         n += 16
         now = time.perf_counter()
         if now >= end:
-            return n * ELEMENTS / (now - start)
+            return n * ELEMENTS, start, now
+
+
+def _rate(runs: list[tuple[int, float, float]]) -> float:
+    """All the runs' work over one window, from the first start to the last end (a
+    thread that started late and ran alone adds no rate of its own)."""
+    window = max(r[2] for r in runs) - min(r[1] for r in runs)
+    return sum(r[0] for r in runs) / window if window > 0 else 0.0
 
 
 def _together(pool: ThreadPoolExecutor, threads: int, seconds: float) -> float:
-    return sum(pool.map(_spin, [seconds] * threads))
+    barrier = threading.Barrier(threads)
+    return _rate(list(pool.map(lambda _i: _spin(seconds, barrier), range(threads))))
 
 
 def measure_core_scaling(
     threads: int,
     *,
     rounds: int = DEFAULT_ROUNDS,
-    slice_s: float = SLICE_S,
+    slice_s: float | None = None,
     check_busy: bool = True,
 ) -> CoreScaling:
-    """Cores' worth of vector compute of `threads` threads together (at most `threads`).
-    With `check_busy`, other work using the CPU while it measures makes a low result
-    untrusted (`busy`): other work only ever lowers it."""
+    """Each vCPU's share of a whole core, from `threads` of them (at most MAX_THREADS)
+    timed alone and together: the best together-rate of the rounds over the best
+    one-thread rate and the thread count (best against best: other work only ever lowers
+    a rate). Rounds that spread too far, or a low share while other work used the CPU
+    (with `check_busy`), make the figure untrusted (`busy`)."""
     from rigspark_gui.hardware.bandwidth_probe import busy_percent as other_work
 
     threads = max(1, min(threads, MAX_THREADS))
+    slice_s = SLICE_S if slice_s is None else slice_s
     busy_percent = other_work() if check_busy else None
     rounds = max(1, rounds)
-    ratios: list[float] = []
     singles: list[float] = []
+    togethers: list[float] = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
         _together(pool, threads, slice_s / 4)  # warm-up: threads started, clocks up
         for r in range(rounds):
             if r:
                 time.sleep(ROUND_PAUSE_S)
-            one = _spin(slice_s)
-            together = _together(pool, threads, slice_s) if threads > 1 else one
+            one = _rate([_spin(slice_s)])
             singles.append(one)
-            ratios.append(together / one if one > 0 else 0.0)
-    best = max(ratios)
-    cores = round(min(max(best, 1.0), float(threads)), 1)
-    spread = (best - min(ratios)) / best if best > 0 else 0.0
+            togethers.append(_together(pool, threads, slice_s) if threads > 1 else one)
+    best_one, best_all = max(singles), max(togethers)
+    share = best_all / (best_one * threads) if best_one > 0 else 1.0
+    share = round(min(max(share, 1.0 / threads), 1.0), 2)
+    spread = (best_all - min(togethers)) / best_all if best_all > 0 else 0.0
     reason = ""
-    if busy_percent is not None and busy_percent > 40.0 and cores < SIBLING_SHARE * threads:
+    if spread > MAX_SPREAD:
+        reason = f"the rounds spread {spread:.0%} below the best"
+    elif busy_percent is not None and busy_percent > 40.0 and share < SIBLING_SHARE:
         reason = f"the machine was busy ({busy_percent:.0f} % CPU in use)"
     plural = "s" if threads != 1 else ""
-    worth = "core's worth" if cores == 1 else "cores' worth"
     source = (
-        f"{threads} thread{plural} together did {cores:g} {worth} of one thread's vector "
-        f"work (numpy float32 exp in cache, best of {len(ratios)} rounds, spread {spread:.0%})"
-        + (f"; unreliable: {reason}" if reason else "")
+        f"{threads} thread{plural} together did {share:.0%} of a whole core's vector work "
+        f"each (numpy float32 exp in cache, best of {len(togethers)} rounds against the "
+        f"best one-thread run, spread {spread:.0%})" + (f"; unreliable: {reason}" if reason else "")
     )
     return CoreScaling(
         threads=threads,
-        compute_cores=cores,
+        share=share,
         one_thread_gops=round(statistics.median(singles) / 1e9, 3),
-        rounds=len(ratios),
+        rounds=len(togethers),
         busy=bool(reason),
         reason=reason,
         provenance=Provenance(basis=Basis.MEASURED, source=source),

@@ -285,11 +285,20 @@ def with_compute_cores(cpu_model: Cpu, cores: float, prov: Provenance) -> Cpu:
 
 def _measured_compute_cores(key: str, cpu_model: Cpu) -> Cpu:
     """A VM's vCPUs timed together (core_probe): whole cores, or hyperthread pairs that
-    give about half their count. A busy machine's low figure is not kept or used (it would
-    only make the vCPUs look like pairs); the next run measures again."""
-    threads = cpu_model.cores or cpu_model.threads or bandwidth_probe.physical_cores()
-    scaling = core_probe.measure_core_scaling(threads)
-    if scaling.busy:
-        return cpu_model
-    bandwidth_cache.store_compute_cores(key, scaling.compute_cores, scaling.provenance.source)
-    return with_compute_cores(cpu_model, scaling.compute_cores, scaling.provenance)
+    give about half their count. A figure measured while other work ran is used for now
+    (the share of an unmeasured VM is a guess that is lower still) but not kept: the next
+    run measures again."""
+    cores = cpu_model.cores or cpu_model.threads or bandwidth_probe.physical_cores()
+    scaling = core_probe.measure_core_scaling(cores)
+    compute = scaling.compute_cores(cores)
+    if not scaling.busy:
+        bandwidth_cache.store_compute_cores(key, compute, scaling.provenance.source)
+    return with_compute_cores(cpu_model, compute, scaling.provenance)
+
+
+def needs_measuring(cpu_model: Cpu) -> bool:
+    """Whether this machine still lacks a measurement CPU speed rests on: its RAM
+    bandwidth, or on a VM the vCPUs' cores' worth (one measurement takes both)."""
+    if cpu_model.memory_bandwidth_gbps is None:
+        return True
+    return VM_FEATURE in cpu_model.features and cpu_model.compute_cores is None

@@ -34,7 +34,14 @@ from rigspark_gui.core.plan import (
     loads_with_beside,
     plan,
 )
-from rigspark_gui.core.rig import DEFAULT_GPU_RESERVE_BYTES, Basis, DeviceSpec, Provenance, Rig
+from rigspark_gui.core.rig import (
+    DEFAULT_GPU_RESERVE_BYTES,
+    VM_FEATURE,
+    Basis,
+    DeviceSpec,
+    Provenance,
+    Rig,
+)
 from rigspark_gui.core.serving import ServingPlan
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed import SpeedModel
@@ -159,11 +166,20 @@ def rig_devices(rig: Rig) -> tuple[ReportDevice, ...]:
     """Every device with memory, bandwidth and compute, each with its basis."""
     cpu = rig.cpu
     bw = cpu.memory_bandwidth_gbps
+    vm = VM_FEATURE in cpu.features
+    compute = (
+        (_figure(cpu, "cores' worth of compute", "compute_cores", f"{cpu.compute_cores:g}"),)
+        if cpu.compute_cores is not None
+        else ()
+    )
     host = ReportDevice(
         device="cpu",
         name=cpu.name,
         figures=(
-            _figure(cpu, "cores", "cores", str(cpu.cores) if cpu.cores else "unknown"),
+            _figure(
+                cpu, "vCPUs" if vm else "cores", "cores", str(cpu.cores) if cpu.cores else "unknown"
+            ),
+            *compute,
             _figure(rig, "RAM total", "ram_total_bytes", _bytes_text(rig.ram_total_bytes)),
             _figure(
                 rig, "RAM available", "ram_available_bytes", _bytes_text(rig.ram_available_bytes)

@@ -264,16 +264,20 @@ class MainWindow(QMainWindow):
         self.detect_progress.hide()
         self.rig_panel.set_detecting(False)
         self.rig_panel.set_detected(rig)
+        from rigspark_gui.hardware.detect import needs_measuring
+
         gpus = len(rig.gpus)
+        measure = needs_measuring(rig.cpu)
         self.statusBar().showMessage(
             f"Detected {gpus} GPU{'s' if gpus != 1 else ''} and "
             f"{rig.ram_total_bytes / (1 << 30):.0f} GiB RAM"
             + (f" — {plain_note(rig.notes[0])}" if rig.notes else "")
-            + ("" if rig.cpu.memory_bandwidth_gbps else " — measuring RAM bandwidth…"),
+            + (" — measuring RAM bandwidth…" if measure else ""),
             10000,
         )
-        if not rig.cpu.memory_bandwidth_gbps and self.auto_bandwidth:
-            # CPU speed rests on it: measure in the background, once per machine
+        if measure and self.auto_bandwidth:
+            # CPU speed rests on it (and on a VM's vCPUs): measured in the background,
+            # once per machine
             self.measure_bandwidth(automatic=True)
 
     @Slot()

@@ -297,3 +297,11 @@ def test_an_apple_gpu_by_name_shares_memory(database: GpuDatabase) -> None:
 )
 def test_the_vendor_a_name_gives(name: str, vendor: Vendor | None) -> None:
     assert vendor_named(name) is vendor
+
+
+def test_a_cores_worth_above_the_cores_is_refused_in_one_line() -> None:
+    cpu = {"name": "VM", "cores": 2, "features": ["hypervisor"], "compute_cores": 3.0}
+    data: dict[str, Any] = {"schema_version": 1, "ram_total_bytes": 24 * GIB, "cpu": cpu}
+    assert error_of(data) == "rig.json: cpu.compute_cores: exceeds the 2 cores"
+    data["cpu"]["compute_cores"] = 1.0
+    assert validate_rig(data, "rig.json").cpu.compute_cores == 1.0

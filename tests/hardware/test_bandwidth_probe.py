@@ -192,7 +192,7 @@ def test_a_vms_vcpus_are_timed_together_and_kept(monkeypatch: pytest.MonkeyPatch
         timed.append(threads)
         return core_probe.CoreScaling(
             threads=threads,
-            compute_cores=1.1,
+            share=0.55,
             one_thread_gops=2.0,
             rounds=3,
             provenance=Provenance(basis=Basis.MEASURED, source="timed together"),
@@ -211,7 +211,7 @@ def test_a_vms_vcpus_are_timed_together_and_kept(monkeypatch: pytest.MonkeyPatch
     assert cached is not None and cached[0] == 1.1 and "cached" in cached[1].source
 
 
-def test_a_busy_vm_keeps_no_cores_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_busy_vm_uses_its_figure_for_now_but_keeps_none(monkeypatch: pytest.MonkeyPatch) -> None:
     from rigspark_gui.core.rig import Cpu, Rig
     from rigspark_gui.hardware import core_probe
     from rigspark_gui.hardware.detect import machine_key_of, with_measured_bandwidth
@@ -219,7 +219,7 @@ def test_a_busy_vm_keeps_no_cores_figure(monkeypatch: pytest.MonkeyPatch) -> Non
     def busy(threads: int) -> core_probe.CoreScaling:
         return core_probe.CoreScaling(
             threads=threads,
-            compute_cores=1.0,
+            share=0.5,
             one_thread_gops=2.0,
             rounds=3,
             busy=True,
@@ -231,5 +231,34 @@ def test_a_busy_vm_keeps_no_cores_figure(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", lambda: _fake_result(30.0, False))
     vm = Rig(ram_total_bytes=24 << 30, cpu=Cpu(name="VM", cores=2, features=("hypervisor",)))
     measured, _ = with_measured_bandwidth(vm)
-    assert measured.cpu.compute_cores is None
-    assert bandwidth_cache.cached_compute_cores(machine_key_of(vm)) is None
+    assert measured.cpu.compute_cores == 1.0  # a measurement, lower than the truth at worst
+    assert bandwidth_cache.cached_compute_cores(machine_key_of(vm)) is None  # next run again
+
+
+def test_a_vm_gets_its_kept_figure_on_the_next_start_and_asks_for_one_until_then(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Detection fills a VM's cores' worth from the cache like its bandwidth; a VM with a
+    bandwidth but no cores' worth still needs measuring (a cache from before the vCPUs
+    were timed), a bare machine with a bandwidth does not."""
+    from rigspark_gui.core.rig import Cpu
+    from rigspark_gui.hardware import cpu as cpu_probe
+    from rigspark_gui.hardware.detect import detect, needs_measuring
+
+    vm = Cpu(name="AMD EPYC", cores=2, features=("avx2", "hypervisor"))
+    host = cpu_probe.CpuProbeResult(cpu=vm, ram_total_bytes=24 << 30)
+    monkeypatch.setattr(cpu_probe, "probe_cpu", lambda *_a, **_k: host)
+    key = bandwidth_cache.machine_key("AMD EPYC", 2, 24 << 30)
+    assert bandwidth_cache.store_bandwidth(key, 33.0, "read-only stream")
+
+    first = detect(models_dir=tmp_path, system="Linux", sysfs_root=tmp_path)
+    assert first.cpu.memory_bandwidth_gbps == 33.0 and first.cpu.compute_cores is None
+    assert needs_measuring(first.cpu)
+
+    assert bandwidth_cache.store_compute_cores(key, 1.0, "timed together")
+    later = detect(models_dir=tmp_path, system="Linux", sysfs_root=tmp_path)
+    assert later.cpu.compute_cores == 1.0
+    assert "cached for this machine" in later.cpu.basis_of("compute_cores").source
+    assert not needs_measuring(later.cpu)
+    assert not needs_measuring(Cpu(name="Ryzen", cores=16, memory_bandwidth_gbps=60.0))
+    assert needs_measuring(Cpu(name="Ryzen", cores=16))

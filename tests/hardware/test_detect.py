@@ -141,7 +141,7 @@ def test_apple_silicon_is_unified(
 
 
 def test_bandwidth_probe_on_request(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from rigspark_gui.hardware import bandwidth_probe
+    from rigspark_gui.hardware import bandwidth_probe, core_probe
 
     calls: list[int] = []
     real = bandwidth_probe.measure_ram_bandwidth
@@ -153,6 +153,9 @@ def test_bandwidth_probe_on_request(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setattr(bandwidth_probe, "MAX_SPREAD", 1e9)  # a tiny buffer times noisily
 
     monkeypatch.setattr(bandwidth_probe, "measure_ram_bandwidth", small)
+    # on a VM host the measurement also times the vCPUs: kept short here
+    monkeypatch.setattr(core_probe, "SLICE_S", 0.02)
+    monkeypatch.setattr(core_probe, "ROUND_PAUSE_S", 0.0)
 
     without = detect(models_dir=tmp_path)
     with_bw = detect(models_dir=tmp_path, probe_bandwidth=True)

@@ -106,3 +106,21 @@ def test_bad_report_files_are_one_line_errors(tmp_path, text: str, message: str)
 def test_missing_report_file(tmp_path) -> None:
     with pytest.raises(ReportError, match="cannot read"):
         load_report(tmp_path / "nope.json")
+
+
+def test_a_vms_measured_cores_worth_is_in_the_report() -> None:
+    from dataclasses import replace
+
+    from rigspark_gui.core.rig import Basis, Provenance
+    from rigspark_gui.report.model import rig_devices
+
+    rig = example_rig()
+    timed = Provenance(basis=Basis.MEASURED, source="2 threads together")
+    vm = replace(rig.cpu, cores=2, features=("hypervisor",), compute_cores=1.0,
+                 provenance={**rig.cpu.provenance, "compute_cores": timed})  # fmt: skip
+    figures = {f.label: f for f in rig_devices(replace(rig, cpu=vm))[0].figures}
+    assert figures["vCPUs"].value == "2"
+    worth = figures["cores' worth of compute"]
+    assert worth.value == "1" and worth.basis == "measured" and worth.source == timed.source
+    bare = {f.label for f in rig_devices(rig)[0].figures}
+    assert "cores" in bare and "cores' worth of compute" not in bare

@@ -219,7 +219,7 @@ def test_measuring_a_vm_times_its_vcpus_and_the_cpu_path_slows(qtbot, window, mo
 
     def pairs(threads: int) -> core_probe.CoreScaling:
         return core_probe.CoreScaling(
-            threads=threads, compute_cores=1.0, one_thread_gops=2.0, rounds=3,
+            threads=threads, share=0.5, one_thread_gops=2.0, rounds=3,
             provenance=Provenance(basis=Basis.MEASURED, source="timed together"),
         )  # fmt: skip
 
@@ -242,6 +242,35 @@ def test_measuring_a_vm_times_its_vcpus_and_the_cpu_path_slows(qtbot, window, mo
     fast = next(p for p in window.session.plan.paths if p.path is PathName.CPU).throughput
     assert slow.tok_s is not None and fast.tok_s is not None
     assert slow.tok_s / fast.tok_s == pytest.approx(0.5, rel=0.05)  # half the cores' worth
+
+
+def test_a_vm_with_a_kept_bandwidth_still_times_its_vcpus(qtbot, window, monkeypatch) -> None:
+    """A VM whose bandwidth was kept before its vCPUs were ever timed measures once more,
+    by itself, so its CPU speed does not rest on the guess for an unmeasured VM."""
+    from rigspark_gui.core.rig import Basis, Provenance
+    from rigspark_gui.hardware import core_probe
+
+    timed: list[int] = []
+
+    def whole(threads: int) -> core_probe.CoreScaling:
+        timed.append(threads)
+        return core_probe.CoreScaling(
+            threads=threads, share=1.0, one_thread_gops=2.0, rounds=3,
+            provenance=Provenance(basis=Basis.MEASURED, source="timed together"),
+        )  # fmt: skip
+
+    calls = _fake_probe(monkeypatch)
+    monkeypatch.setattr(core_probe, "measure_core_scaling", whole)
+    window.auto_bandwidth = True
+    rig = rig_2x3090()
+    vm = replace(rig, cpu=replace(rig.cpu, cores=2, features=("avx2", "hypervisor")))
+    window._on_detected(vm)
+    qtbot.waitUntil(lambda: window.session.rig.cpu.compute_cores is not None)
+    assert calls == [1] and timed == [2] and window.session.rig.cpu.compute_cores == 2.0
+    calls.clear()
+    window._on_detected(window.session.rig)  # measured now: nothing more to do
+    qtbot.wait(200)
+    assert calls == [] and window.bandwidth_action.isEnabled()
 
 
 def test_a_detected_machine_measures_its_bandwidth_by_itself(qtbot, window, monkeypatch) -> None:

@@ -4,6 +4,7 @@ The public face of the speed model; other packages import from here only."""
 
 from rigspark_gui.core.speed.devices import (
     cpu_isa,
+    cpu_label,
     default_backend,
     device_class,
     quant_family,
@@ -56,6 +57,7 @@ __all__ = [
     "Throughput",
     "bytes_read_per_token",
     "cpu_isa",
+    "cpu_label",
     "decode_depth",
     "decode_time",
     "default_backend",

@@ -81,6 +81,15 @@ def quant_family(type_name: str) -> QuantFamily:
     return QuantFamily.KQUANT
 
 
+def cpu_label(cpu: Cpu) -> str:
+    """The CPU as a calibration knows it: its name, and on a VM the cores' worth its
+    vCPUs were measured at, so a calibration made under another figure is not applied
+    (its measured / predicted ratio holds only for the prediction it was made against)."""
+    if cpu.compute_cores is None:
+        return cpu.name
+    return f"{cpu.name} ({cpu.compute_cores:g} cores' worth)"
+
+
 def cpu_isa(cpu: Cpu) -> CpuIsa:
     """The vector ISA llama.cpp's kernels use on this CPU: from the flags the hardware
     layer read (Linux), else from the CPU's name."""

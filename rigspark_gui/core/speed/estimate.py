@@ -14,6 +14,7 @@ from rigspark_gui.core.speed.devices import (
     RUNS_ON,
     backend_for,
     cpu_isa,
+    cpu_label,
     device_class,
     family_mix,
     geforce_accumulate_factor,
@@ -144,7 +145,7 @@ def _gpu_quant(p: DecodeParams, mix: dict[QuantFamily, float], backend: str) -> 
 
 def _device_key(rig: Rig, device: str) -> str:
     cpu = _cpu_of(rig, device)
-    return f"cpu:{cpu.name}" if cpu is not None else f"gpu:{_gpu(rig, device).name}"
+    return f"cpu:{cpu_label(cpu)}" if cpu is not None else f"gpu:{_gpu(rig, device).name}"
 
 
 def local_scale(
@@ -247,9 +248,10 @@ def _work_out(rig: Rig, s: PlanSettings, model: SpeedModel, device: str) -> _Dev
         core_bw = isa_value(p.cpu_core_bandwidth, isa)
         if cores and core_bw:
             stream = min(stream, cores * core_bw * per_core)
+        rate = (isa_value(p.cpu_core_rate, isa) or 0.0) * per_core
         return _DeviceSpeed(
             stream, stream, f"{CPU_BACKEND}:{isa.value}", p.layer_seconds.get(CPU_BACKEND, 0.0),
-            True, cores, (isa_value(p.cpu_core_rate, isa) or 0.0) * per_core, f"cpu:{cpu.name}",
+            True, cores, rate, f"cpu:{cpu_label(cpu)}",
         )  # fmt: skip
     gpu = _gpu(rig, device)
     if gpu.bandwidth_gbps is None:
