@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from rigspark_gui.core.speed import CpuIsa, QuantFamily
 from validation.speed_fit import (
     Heldout,
-    Row,
     cpu_key,
     cpu_limit,
     fit_decode,
@@ -23,6 +22,7 @@ from validation.speed_fit import (
     quantile,
 )
 from validation.speed_report import Calibration
+from validation.speed_rows import Row
 
 TARGET_CPU_P90 = 0.40  # published CPU runs held out of the fit
 TARGET_LOCAL_MEDIAN = 0.15  # this project's 2-vCPU VMs, before any calibration

@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from validation.speed_fit import GPUS_PATH, _norm, quantile  # noqa: E402
+from validation.speed_fit import quantile  # noqa: E402
+from validation.speed_rows import GPUS_PATH, norm_name  # noqa: E402
 
 SCOREBOARD_GPUS: tuple[str, ...] = (
     "Intel(R) Arc(TM) A770M Graphics",
@@ -101,7 +102,7 @@ def table() -> list[str]:
 def held_out_rows() -> list[str]:
     from validation.speed_report import calibrate
 
-    keys = {_norm(n) for n in SCOREBOARD_GPUS}
+    keys = {norm_name(n) for n in SCOREBOARD_GPUS}
     cal = calibrate()
     out = [
         "| device | backend | held-out tg rows | median \\|error\\| | worst |",

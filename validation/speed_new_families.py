@@ -23,7 +23,7 @@ from rigspark_gui.core.memory import kv_cells, kv_row_pair_bytes, weights_layout
 from rigspark_gui.core.model import KvCacheType
 from rigspark_gui.core.settings import PlanSettings
 from rigspark_gui.core.speed.placed import state_traffic
-from validation import speed_fit
+from validation import speed_fit, speed_rows
 
 # model column (lower case) -> catalog model with the same text geometry; first match wins
 CATALOG: tuple[tuple[str, str], ...] = (
@@ -52,7 +52,7 @@ def catalog_id(model: str) -> str | None:
 
 
 def arch_of(model_id: str, depth: float, tokens: int, params_b: float | None) -> dict[str, Any]:
-    """speed_fit.Arch fields of a catalog model for a row read at `depth`."""
+    """speed_rows.Arch fields of a catalog model for a row read at `depth`."""
     spec = load_entry(model_id).to_spec()
     g = spec.geometry
     layout = weights_layout(spec, spec.available_quants[0])
@@ -78,7 +78,7 @@ def with_arch(perf: dict[str, Any], state: bool = True) -> dict[str, Any]:
     rows = []
     for raw in perf["rows"]:
         mid = catalog_id(str(raw.get("model")))
-        parsed = speed_fit.parse_test(str(raw.get("test", "")))
+        parsed = speed_rows.parse_test(str(raw.get("test", "")))
         if mid is None or raw.get("arch") or raw.get("backend") == "cpu" or parsed is None:
             rows.append(raw)
             continue
@@ -102,8 +102,8 @@ def _stats(ratios: list[float]) -> str:
 
 def main(argv: list[str]) -> None:
 
-    perf = with_arch(json.loads(speed_fit.PERF_PATH.read_text()), state="--no-state" not in argv)
-    rows, _ = speed_fit.build_rows(perf, speed_fit.load_gpu_db())
+    perf = with_arch(json.loads(speed_rows.PERF_PATH.read_text()), state="--no-state" not in argv)
+    rows, _ = speed_rows.build_rows(perf, speed_rows.load_gpu_db())
     held = speed_fit.leave_one_device_out(rows)
     by: dict[tuple[str, str], list[float]] = {}
     gpu_tg: list[float] = []

@@ -8,16 +8,15 @@ from dataclasses import dataclass
 from rigspark_gui.core.speed import SpeedModel
 from validation.speed_fit import (
     Heldout,
-    Row,
     Stats,
     bands_excluding,
     fit_decode,
     fit_prefill,
     judge,
     leave_one_device_out,
-    load_inputs,
     to_speed_model,
 )
+from validation.speed_rows import Row, load_inputs
 
 # Targets on held-out decode rows (issue: speed you can bet on).
 TARGET_MEDIAN = 0.10

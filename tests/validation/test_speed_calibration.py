@@ -22,7 +22,7 @@ from rigspark_gui.core.memory import WeightsLayout
 from rigspark_gui.core.rig import Basis, Cpu, Gpu, Provenance, Rig, Vendor
 from rigspark_gui.core.settings import GpuBackend, PlanSettings
 from rigspark_gui.core.speed import DecodeShape, estimate_decode_shape
-from validation import speed_fit
+from validation import speed_fit, speed_rows
 from validation.speed_report import (
     TARGET_INSIDE,
     TARGET_MEDIAN,
@@ -42,7 +42,7 @@ def cal() -> Calibration:
 
 
 def test_the_dataset_is_large_and_cited(cal: Calibration) -> None:
-    data = json.loads(speed_fit.PERF_PATH.read_text())
+    data = json.loads(speed_rows.PERF_PATH.read_text())
     assert len(cal.rows) >= 300
     assert len({r.device_key for r in cal.rows}) >= 40
     assert {r.backend for r in cal.rows} >= {"cuda", "rocm", "vulkan", "metal", "sycl", "cpu"}
@@ -88,7 +88,7 @@ def test_the_document_shows_the_recomputed_figures(cal: Calibration) -> None:
     assert f"**{len(cal.rows)} rows**" in doc
 
 
-def _engine_rig(row: speed_fit.Row) -> tuple[Rig, list[str]]:
+def _engine_rig(row: speed_rows.Row) -> tuple[Rig, list[str]]:
     if row.is_cpu:
         features = {
             "amx": ("avx2", "avx512", "avx512_vnni", "amx"),

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rigspark_gui.core.speed import CpuIsa, QuantFamily
-from validation import speed_fit, speed_local
+from validation import speed_fit, speed_local, speed_rows
 
 GIB = 1 << 30
 
@@ -21,12 +21,12 @@ GIB = 1 << 30
 def test_a_size_column_twice_the_model_is_left_out() -> None:
     # ik_llama.cpp's README printed 59.11 GiB for Mixtral-8x7B (46.7 B) in Q5_0: 10.9 bits
     # a weight where Q5_0 stores 5.5
-    why = speed_fit.size_inconsistent("Q5_0", 59.11 * GIB, 46.7e9)
+    why = speed_rows.size_inconsistent("Q5_0", 59.11 * GIB, 46.7e9)
     assert why is not None and "10.9 bits per weight" in why
     # llama-bench's own line for Llama-3.1-8B Q4_K_M: 4.58 GiB, 8.03 B
-    assert speed_fit.size_inconsistent("Q4_K_M", 4.58 * GIB, 8.03e9) is None
+    assert speed_rows.size_inconsistent("Q4_K_M", 4.58 * GIB, 8.03e9) is None
     # a small model's mix keeps its embeddings high: 1B Q4_K_M at 5.2 bits is a real file
-    assert speed_fit.size_inconsistent("Q4_K_M", 0.75 * GIB, 1.24e9) is None
+    assert speed_rows.size_inconsistent("Q4_K_M", 0.75 * GIB, 1.24e9) is None
 
 
 def test_the_skipped_list_says_why_a_row_was_left_out() -> None:
@@ -36,18 +36,18 @@ def test_the_skipped_list_says_why_a_row_was_left_out() -> None:
         "cpu_cores": 16, "isa": "avx512-vnni", "bandwidth_gbps": 83.2,
         "source": "https://example.org",
     }  # fmt: skip
-    rows, skipped = speed_fit.build_rows({"rows": [raw]}, {})
+    rows, skipped = speed_rows.build_rows({"rows": [raw]}, {})
     assert rows == [] and "bits per weight" in skipped[0]
 
 
-def _cpu_row(isa: str, cores: int, family: QuantFamily = QuantFamily.Q8) -> speed_fit.Row:
+def _cpu_row(isa: str, cores: int, family: QuantFamily = QuantFamily.Q8) -> speed_rows.Row:
     raw = {
         "device": f"cpu {isa}", "backend": "cpu", "model": "llama 8B Q8_0", "quant": "Q8_0",
         "size_gib": 7.95, "test": "tg128", "tok_s": 10.0, "threads": cores,
         "cpu_cores": 16, "isa": isa, "bandwidth_gbps": 400.0, "source": "https://example.org",
     }  # fmt: skip
-    row = speed_fit._row(raw, {})
-    assert isinstance(row, speed_fit.Row) and row.family is family
+    row = speed_rows.row_of(raw, {})
+    assert isinstance(row, speed_rows.Row) and row.family is family
     return row
 
 
