@@ -5,14 +5,15 @@ hypervisor sets it per instance type (AWS `ThreadsPerCore`, Azure `vCPUsPerCore`
 guest's topology does not tell (it may list every vCPU as a core). llama.cpp's decode is
 compute-bound on a few cores, and two hyperthreads share one core's vector units, so it
 runs about half as fast on two siblings as on two cores. Nothing reports which; it is
-measured: one thread runs a vector kernel on data in its own core's cache, then every
-thread runs it at once, and the rate of all together over the rate of one is the number
-of cores' worth (two cores: about 2; two siblings: about 1-1.3).
+measured: one thread runs a vector kernel on data in its own core's cache, then up to
+MAX_THREADS threads run it at once; the rate of all together over the rate of one, per
+thread, is each vCPU's share of a whole core (whole cores: about 1; two siblings: about
+0.5-0.65), and that share times the vCPUs is their cores' worth.
 
 The kernel is numpy's float32 `exp` over a 256 KiB array: SIMD code that releases the GIL
 and spends its time in the vector units, not in memory or in Python. Like the bandwidth
-probe, other work only ever lowers a round, so the best of a few rounds is kept and a
-machine busy in every round says so.
+probe, other work only ever lowers a rate, so the best rates of a few rounds are kept,
+and rounds that spread too far say the machine was busy.
 """
 
 from __future__ import annotations
