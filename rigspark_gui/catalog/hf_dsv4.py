@@ -17,13 +17,14 @@ from typing import Any
 
 from rigspark_gui.core.errors import ModelImportError
 
-__all__ = ["dsv4_config"]
+__all__ = ["config_int", "dsv4_config"]
 
 _HI = 1 << 24
 _RATIOS = frozenset({0, 4, 128})
 
 
-def _int(data: dict[str, Any], name: str, fname: str, default: int | None = None) -> int:
+def config_int(data: dict[str, Any], name: str, fname: str, default: int | None = None) -> int:
+    """An integer field of a config.json in 0..2^24, named in the error when it is not."""
     value = data.get(name)
     if value is None:
         if default is None:
@@ -36,7 +37,7 @@ def _int(data: dict[str, Any], name: str, fname: str, default: int | None = None
 
 def dsv4_config(data: dict[str, Any], fname: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The config the plain reader takes (no dense FFN) and the geometry fields it adds."""
-    n_layer = _int(data, "num_hidden_layers", fname)
+    n_layer = config_int(data, "num_hidden_layers", fname)
     raw = data.get("compress_ratios")
     if not isinstance(raw, list) or len(raw) < n_layer:
         raise ModelImportError(
@@ -46,23 +47,23 @@ def dsv4_config(data: dict[str, Any], fname: str) -> tuple[dict[str, Any], dict[
     if any(isinstance(r, bool) or r not in _RATIOS for r in ratios):
         raise ModelImportError(f"{fname}: field compress_ratios: only 0, 4 and 128 are supported")
     csa = tuple(il for il, r in enumerate(ratios) if r == 4)
-    n_ff_expert = _int(data, "moe_intermediate_size", fname)
-    n_shared = _int(data, "n_shared_experts", fname, 0)
+    n_ff_expert = config_int(data, "moe_intermediate_size", fname)
+    n_shared = config_int(data, "n_shared_experts", fname, 0)
     extra = {
-        "sliding_window": _int(data, "sliding_window", fname),
+        "sliding_window": config_int(data, "sliding_window", fname),
         "swa_pattern": n_layer + 1,  # every layer slides (hparams.set_swa_pattern(0))
-        "q_lora_rank": _int(data, "q_lora_rank", fname),
-        "rope_head_dim": _int(data, "qk_rope_head_dim", fname),
-        "o_groups": _int(data, "o_groups", fname),
-        "o_lora_rank": _int(data, "o_lora_rank", fname),
-        "hc_mult": _int(data, "hc_mult", fname),
-        "n_hash_layers": _int(data, "num_hash_layers", fname, 0),
+        "q_lora_rank": config_int(data, "q_lora_rank", fname),
+        "rope_head_dim": config_int(data, "qk_rope_head_dim", fname),
+        "o_groups": config_int(data, "o_groups", fname),
+        "o_lora_rank": config_int(data, "o_lora_rank", fname),
+        "hc_mult": config_int(data, "hc_mult", fname),
+        "n_hash_layers": config_int(data, "num_hash_layers", fname, 0),
         "compress_ratios": ratios,
-        "indexer_n_head": _int(data, "index_n_heads", fname),
-        "indexer_head_size": _int(data, "index_head_dim", fname),
+        "indexer_n_head": config_int(data, "index_n_heads", fname),
+        "indexer_head_size": config_int(data, "index_head_dim", fname),
         "indexer_layers": None if len(csa) == n_layer else csa,
-        "n_expert": _int(data, "n_routed_experts", fname),
-        "n_expert_used": _int(data, "num_experts_per_tok", fname),
+        "n_expert": config_int(data, "n_routed_experts", fname),
+        "n_expert_used": config_int(data, "num_experts_per_tok", fname),
         "n_ff_expert": n_ff_expert,
         "n_shared_expert": n_shared,
         "n_ff_shared_expert": n_ff_expert * max(n_shared, 1),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigspark_gui.catalog.hf_dsv4 import dsv4_config
+from rigspark_gui.catalog.hf_dsv4 import config_int, dsv4_config
 from rigspark_gui.core.errors import ModelImportError
 
 __all__ = ["HF_MORE_TYPES", "more_config"]
@@ -46,18 +46,6 @@ HF_MORE_TYPES: dict[str, tuple[str, str]] = {
     "deepseek_v4": ("llama", "deepseek4"),
 }
 _WRAPPED = frozenset({"mistral3", "qwen3_vl", "qwen3_vl_moe"})
-_HI = 1 << 24
-
-
-def _int(data: dict[str, Any], name: str, fname: str, default: int | None = None) -> int:
-    value = data.get(name)
-    if value is None:
-        if default is None:
-            raise ModelImportError(f"{fname}: missing field {name}")
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _HI:
-        raise ModelImportError(f"{fname}: field {name} must be an integer in 0..{_HI}")
-    return value
 
 
 def more_config(
@@ -78,20 +66,20 @@ def more_config(
     extra: dict[str, Any] = {}
     if model_type == "glm4_moe_lite" and data.get("head_dim") is None:
         # 20 heads over 2048 do not divide: MLA's widths replace head_dim anyway
-        nope = _int(data, "qk_nope_head_dim", fname)
-        data = data | {"head_dim": nope + _int(data, "qk_rope_head_dim", fname)}
-    if arch == "mistral4" and not _int(data, "first_k_dense_replace", fname, 0):
+        nope = config_int(data, "qk_nope_head_dim", fname)
+        data = data | {"head_dim": nope + config_int(data, "qk_rope_head_dim", fname)}
+    if arch == "mistral4" and not config_int(data, "first_k_dense_replace", fname, 0):
         extra = {"n_ff": 0}  # no dense layer: intermediate_size sizes nothing (as from a GGUF)
     if arch == "deepseek32" or model_type == "glm4_moe_lite":
         # both converters keep the MTP block(s) as more layers: -ngl slots with no KV,
         # loaded only when drafting with them
-        n_layer = _int(data, "num_hidden_layers", fname)
-        nextn = _int(data, "num_nextn_predict_layers", fname, 0)
-        n_head = _int(data, "num_attention_heads", fname)
+        n_layer = config_int(data, "num_hidden_layers", fname)
+        nextn = config_int(data, "num_nextn_predict_layers", fname, 0)
+        n_head = config_int(data, "num_attention_heads", fname)
         if arch == "deepseek32":
             extra = {
-                "indexer_n_head": _int(data, "index_n_heads", fname),
-                "indexer_head_size": _int(data, "index_head_dim", fname),
+                "indexer_n_head": config_int(data, "index_n_heads", fname),
+                "indexer_head_size": config_int(data, "index_head_dim", fname),
             }
         if nextn:
             extra |= {
@@ -102,7 +90,7 @@ def more_config(
     if model_type == "deepseek_v4":
         data, extra = dsv4_config(data, fname)
     if model_type == "olmo3":
-        window = _int(data, "sliding_window", fname, 0)
+        window = config_int(data, "sliding_window", fname, 0)
         types = data.get("layer_types")
         if window and isinstance(types, list) and "sliding_attention" in types:
             from rigspark_gui.catalog.gguf_import import swa_period
@@ -114,16 +102,16 @@ def more_config(
                 )
             extra = {"sliding_window": window, "swa_pattern": period}
     elif model_type == "ernie4_5_moe":
-        n_kv = _int(data, "num_key_value_heads", fname)
-        shared = _int(data, "moe_num_shared_experts", fname, 0)
-        n_ff = _int(data, "intermediate_size", fname)
+        n_kv = config_int(data, "num_key_value_heads", fname)
+        shared = config_int(data, "moe_num_shared_experts", fname, 0)
+        n_ff = config_int(data, "intermediate_size", fname)
         extra = {
-            "n_expert": _int(data, "moe_num_experts", fname),
-            "n_expert_used": _int(data, "moe_k", fname),
-            "n_ff_expert": _int(data, "moe_intermediate_size", fname),
+            "n_expert": config_int(data, "moe_num_experts", fname),
+            "n_expert_used": config_int(data, "moe_k", fname),
+            "n_ff_expert": config_int(data, "moe_intermediate_size", fname),
             "n_shared_expert": shared,
             "n_ff_shared_expert": n_ff // n_kv if shared and n_kv else 0,
-            "n_dense_lead": _int(data, "moe_layer_start_index", fname, 0),
-            "moe_every": _int(data, "moe_layer_interval", fname, 1) or 1,
+            "n_dense_lead": config_int(data, "moe_layer_start_index", fname, 0),
+            "moe_every": config_int(data, "moe_layer_interval", fname, 1) or 1,
         }
     return data, family, arch, extra
