@@ -17,6 +17,7 @@ layers or routed experts with a shared expert and the router's score-correction 
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.expert_tensors import routed_experts, shared_expert
 from rigspark_gui.core.model import Geometry, KvCacheType, kv_row_bytes
 
 __all__ = ["DSA_ARCHS", "dsa_block_tensors", "dsa_indexer_row_bytes"]
@@ -76,12 +77,8 @@ def dsa_block_tensors(g: Geometry, il: int) -> _Tensors:
     out += [
         (p + "ffn_gate_inp.weight", (e, n)),
         (p + "exp_probs_b.bias", (n,)),
-        (p + "ffn_gate_exps.weight", (e, f, n)),
-        (p + "ffn_down_exps.weight", (f, e, n)),
-        (p + "ffn_up_exps.weight", (e, f, n)),
-        (p + "ffn_gate_shexp.weight", (e, fs)),
-        (p + "ffn_down_shexp.weight", (fs, e)),
-        (p + "ffn_up_shexp.weight", (e, fs)),
+        *routed_experts(p, e, f, n),
+        *shared_expert(p, e, fs),
     ]
     return out
 

@@ -25,6 +25,7 @@ bias elsewhere.
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.expert_tensors import routed_experts, shared_expert
 from rigspark_gui.core.model import Geometry, KvCacheType, kv_row_bytes
 from rigspark_gui.core.settings import KV_PAD, PlanSettings
 
@@ -127,12 +128,8 @@ def dsv4_block_tensors(g: Geometry, il: int) -> _Tensors:
         out.append((p + "exp_probs_b.bias", (n,)))
     out += [
         (p + "ffn_norm.weight", (e,)),
-        (p + "ffn_gate_exps.weight", (e, f, n)),
-        (p + "ffn_down_exps.weight", (f, e, n)),
-        (p + "ffn_up_exps.weight", (e, f, n)),
-        (p + "ffn_gate_shexp.weight", (e, fs)),
-        (p + "ffn_down_shexp.weight", (fs, e)),
-        (p + "ffn_up_shexp.weight", (e, fs)),
+        *routed_experts(p, e, f, n),
+        *shared_expert(p, e, fs),
     ]
     return out
 

@@ -26,6 +26,7 @@ cache loads for that model.
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.expert_tensors import routed_experts, shared_expert
 from rigspark_gui.core.model import GGML_TYPES, Geometry, KvCacheType
 
 __all__ = ["KDA_ARCHS", "kimi_block_tensors", "kimi_kv_refusal"]
@@ -91,16 +92,10 @@ def kimi_block_tensors(g: Geometry, il: int) -> _Tensors:
     fs = g.n_ff_shared_expert
     out += [
         (p + "ffn_gate_inp.weight", (e, n)),
-        (p + "ffn_gate_exps.weight", (e, f, n)),
-        (p + "ffn_down_exps.weight", (f, e, n)),
-        (p + "ffn_up_exps.weight", (e, f, n)),
+        *routed_experts(p, e, f, n),
     ]
     if fs:  # TENSOR_NOT_REQUIRED in the loader; the converter writes them
-        out += [
-            (p + "ffn_gate_shexp.weight", (e, fs)),
-            (p + "ffn_down_shexp.weight", (fs, e)),
-            (p + "ffn_up_shexp.weight", (e, fs)),
-        ]
+        out += shared_expert(p, e, fs)
     return [*out, (p + "exp_probs_b.bias", (n,))]
 
 

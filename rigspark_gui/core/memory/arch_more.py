@@ -26,6 +26,7 @@ KV caches are the plain per-layer K and V of every layer; MLA's latent cache for
 
 from __future__ import annotations
 
+from rigspark_gui.core.memory.expert_tensors import shared_expert
 from rigspark_gui.core.model import Geometry
 
 __all__ = ["MORE_ARCHS", "more_block_tensors"]
@@ -94,11 +95,7 @@ def _mistral4(g: Geometry, p: str, il: int) -> _Tensors:
         (p + "ffn_gate_up_exps.weight", (e, 2 * f, n)),
     ]
     if g.n_shared_expert:
-        out += [
-            (p + "ffn_gate_shexp.weight", (e, fs)),
-            (p + "ffn_down_shexp.weight", (fs, e)),
-            (p + "ffn_up_shexp.weight", (e, fs)),
-        ]
+        out += shared_expert(p, e, fs)
     return out
 
 
@@ -137,9 +134,5 @@ def more_block_tensors(g: Geometry, il: int) -> _Tensors:
     out += _experts(g, p)
     if g.n_shared_expert and g.n_ff_shared_expert:
         fs = g.n_ff_shared_expert
-        out += [
-            (p + "ffn_gate_shexp.weight", (e, fs)),
-            (p + "ffn_down_shexp.weight", (fs, e)),
-            (p + "ffn_up_shexp.weight", (e, fs)),
-        ]
+        out += shared_expert(p, e, fs)
     return out
