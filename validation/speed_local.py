@@ -318,17 +318,22 @@ BANDWIDTH_GBPS = 20.0  # the app's own probe on this VM (read stream, 2 threads,
 QUANT_LABEL = {"Q4_K": "Q4_K_S", "Q5_K": "Q5_K_S", "Q3_K": "Q3_K_S", "Q2_K": "Q2_K_S"}
 
 
+def _arch(g: Geometry) -> dict[str, Any]:
+    """The `arch` of a synthetic model's perf.json rows (what a token reads)."""
+    params = sum(int(np.prod(shape)) for _n, shape in _tensors(g))
+    return {
+        "n_layer": g.n_layer, "n_vocab": g.n_vocab, "n_embd": g.n_embd,
+        "kv_values_per_token": g.n_layer * 2 * g.n_head_kv * g.head_dim,
+        "params_b": round(params / 1e9, 4),
+    }  # fmt: skip
+
+
 def perf_rows() -> list[dict[str, Any]]:
     """data/perf.json rows of the best runs (device held out as one in the fit)."""
     rows = []
     for (gname, t), best in sorted(best_runs().items()):
         g = GEOMETRIES[gname]
-        params = sum(int(np.prod(shape)) for _n, shape in _tensors(g))
-        arch = {
-            "n_layer": g.n_layer, "n_vocab": g.n_vocab, "n_embd": g.n_embd,
-            "kv_values_per_token": g.n_layer * 2 * g.n_head_kv * g.head_dim,
-            "params_b": round(params / 1e9, 4),
-        }  # fmt: skip
+        arch = _arch(g)
         for kind, tokens, depth in (("pp", PROMPT, 0), ("tg", GEN, PROMPT)):
             if not best[f"{kind}_stable"]:
                 continue  # never timed undisturbed: its best is someone else's load
@@ -388,12 +393,7 @@ def bench_rows() -> list[dict[str, Any]]:
     rows = []
     for (device, t), g in sorted(got.items()):
         geo = GEOMETRIES[g["run"]["geometry"]]
-        params = sum(int(np.prod(shape)) for _n, shape in _tensors(geo))
-        arch = {
-            "n_layer": geo.n_layer, "n_vocab": geo.n_vocab, "n_embd": geo.n_embd,
-            "kv_values_per_token": geo.n_layer * 2 * geo.n_head_kv * geo.head_dim,
-            "params_b": round(params / 1e9, 4),
-        }  # fmt: skip
+        arch = _arch(geo)
         for kind, tokens, depth in (("pp", PROMPT, 0), ("tg", GEN, PROMPT)):
             best, stable = _best([v for v, _bw in g[kind]])
             if not stable:

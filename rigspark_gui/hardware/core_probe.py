@@ -112,6 +112,7 @@ def measure_core_scaling(
     one-thread rate and the thread count (best against best: other work only ever lowers
     a rate). Rounds that spread too far, or a low share while other work used the CPU
     (with `check_busy`), make the figure untrusted (`busy`)."""
+    from rigspark_gui.hardware.bandwidth_probe import BUSY_CPU_PERCENT
     from rigspark_gui.hardware.bandwidth_probe import busy_percent as other_work
 
     threads = max(1, min(threads, MAX_THREADS))
@@ -135,7 +136,7 @@ def measure_core_scaling(
     reason = ""
     if spread > MAX_SPREAD:
         reason = f"the rounds spread {spread:.0%} below the best"
-    elif busy_percent is not None and busy_percent > 40.0 and share < SIBLING_SHARE:
+    elif busy_percent is not None and busy_percent > BUSY_CPU_PERCENT and share < SIBLING_SHARE:
         reason = f"the machine was busy ({busy_percent:.0f} % CPU in use)"
     plural = "s" if threads != 1 else ""
     source = (
