@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
 
+from rigspark_gui.calibrate.synth import add_sentencepiece_vocab
+
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "validation" / ".work" / "speed"
 OUT = ROOT / "validation" / "speed_local.json"
@@ -117,15 +119,7 @@ def write_model(g: Geometry, type_name: str, path: Path) -> Path:
     w.add_rope_dimension_count(g.head_dim)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(10000.0)
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    tokens += [f"\u2581t{i}" for i in range(g.n_vocab - len(tokens))]
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(g.n_vocab - 259)])
-    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (g.n_vocab - 259))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_sentencepiece_vocab(w, g.n_vocab)
     for name, shape in _tensors(g):
         if len(shape) == 1:
             w.add_tensor(name, np.ones(shape, dtype=np.float32))

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
+from rigspark_gui.calibrate.synth import add_sentencepiece_vocab
+
 Shape = tuple[int, ...]  # ggml order: ne0 first
 
 
@@ -196,17 +198,7 @@ def _metadata(w: GGUFWriter, m: Synth) -> None:
         w.add_value_length(m.kv_lora_rank)
         w.add_key_length_mla(m.head_dim)
         w.add_value_length_mla(m.head_dim_v_mla)
-    # Tokenizer: SentencePiece with byte fallback pieces.
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    tokens += [f"\u2581t{i}" for i in range(m.n_vocab - len(tokens))]
-    types = [2, 3, 3] + [6] * 256 + [1] * (m.n_vocab - 259)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(m.n_vocab - 259)])
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_sentencepiece_vocab(w, m.n_vocab)
 
 
 def write_gguf(m: Synth, path: Path, seed: int = 0) -> None:

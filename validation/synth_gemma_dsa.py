@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
+from rigspark_gui.calibrate.synth import add_sentencepiece_vocab
 from rigspark_gui.core.memory import synthesize_tensors
 from rigspark_gui.core.memory.arch_dsa import dsa_block_tensors
 from rigspark_gui.core.model.model_spec import Geometry
@@ -261,15 +262,7 @@ def _metadata(w: GGUFWriter, g: Geometry) -> None:
         w.add_indexer_top_k(64)
         if g.n_layer_nextn:
             w.add_nextn_predict_layers(g.n_layer_nextn)
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    tokens += [f"\u2581t{i}" for i in range(g.n_vocab - len(tokens))]
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(g.n_vocab - 259)])
-    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (g.n_vocab - 259))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_sentencepiece_vocab(w, g.n_vocab)
 
 
 _NP = {"F16": np.float16, "F32": np.float32}

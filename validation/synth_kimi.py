@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
+from rigspark_gui.calibrate.synth import add_sentencepiece_vocab
 from rigspark_gui.core.memory.tensors import block_tensors, global_tensors
 from rigspark_gui.core.model.model_spec import Geometry
 
@@ -122,17 +123,7 @@ def _metadata(w: GGUFWriter, m: KimiSynth) -> None:
     w.add_uint32(a + "expert_shared_count", g.n_shared_expert)
     w.add_uint32(a + "leading_dense_block_count", g.n_dense_lead)
     w.add_float32(a + "expert_weights_scale", 2.446)
-    # Tokenizer: SentencePiece with byte fallback pieces (as synth.py).
-    n = g.n_vocab
-    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    toks += [f"\u2581t{i}" for i in range(n - len(toks))]
-    w.add_tokenizer_model("llama")
-    w.add_token_list(toks)
-    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(n - 259)])
-    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (n - 259))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_sentencepiece_vocab(w, g.n_vocab)
 
 
 def write_gguf(m: KimiSynth, path: Path, seed: int = 0, drop: tuple[str, ...] = ()) -> None:

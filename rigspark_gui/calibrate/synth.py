@@ -64,17 +64,7 @@ def write_model(path: Path, shape: Shape | None = None, seed: int = 0) -> Path:
     w.add_rope_dimension_count(m.head_dim)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_file_type(1)  # mostly F16
-    # a minimal SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte tokens llama.cpp
-    # looks up, then filler pieces
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    tokens += [f"\u2581t{i}" for i in range(N_VOCAB - len(tokens))]
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(N_VOCAB - 259)])
-    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (N_VOCAB - 259))
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    add_sentencepiece_vocab(w, N_VOCAB)
     # Speed does not depend on the values: one block of random numbers, repeated, fills
     # every matrix (drawing 0.4 billion of them would take longer than the whole timing).
     pool = (rng.standard_normal(1 << 20, dtype=np.float32) * 0.02).astype(np.float16)
@@ -88,3 +78,17 @@ def write_model(path: Path, shape: Shape | None = None, seed: int = 0) -> Path:
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def add_sentencepiece_vocab(w: GGUFWriter, n_vocab: int) -> None:
+    """A minimal SentencePiece vocabulary of `n_vocab` tokens: <unk>, <s>, </s>, the 256
+    byte tokens llama.cpp looks up, then filler pieces."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"\u2581t{i}" for i in range(n_vocab - len(tokens))]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * 3 + [-1000.0] * 256 + [-float(i) for i in range(n_vocab - 259)])
+    w.add_token_types([2, 3, 3] + [6] * 256 + [1] * (n_vocab - 259))
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
